@@ -1,0 +1,56 @@
+#pragma once
+// The cost model behind Algorithm::automatic.
+
+#include <domex/exchange/algorithm.hpp>
+
+#include <array>
+#include <string>
+
+namespace domex {
+
+/// The shape of one exchange, reduced over ranks (the same on every rank).
+struct PatternSummary {
+  int ranks = 1;                ///< P
+  double max_messages = 0;      ///< largest number of messages a rank sends or receives (self excluded)
+  double max_bytes = 0;         ///< largest number of bytes a rank sends or receives (self excluded)
+};
+
+/// Predicted time of each algorithm for a pattern, from an alpha-beta model
+/// whose constants are measured on this machine (`domex-bench calibrate`):
+///
+///   T_a(P, m, B) = fixed_a * g_a(P) / g_a(P_cal) + per_message_a * m + per_byte_a * B
+///
+/// with g_a(P) = log2(P) + rho_a * P (the synchronisation part: rho = 1 for
+/// alltoall's O(P) rounds, small for the P-vector reductions, 0 for nbx and
+/// rma_passive). See docs/cost_model.md.
+class CostModel {
+ public:
+  struct Coefficients {
+    double fixed = 0;        ///< seconds per call at the calibration P
+    double per_message = 0;  ///< seconds per message (alpha)
+    double per_byte = 0;     ///< seconds per byte (beta)
+  };
+
+  /// Constants measured on the development machine (see docs/cost_model.md).
+  static CostModel builtin();
+  /// The model from $DOMEX_COST_MODEL, else ./domex-cost-model.txt, else
+  /// builtin(). Read once per process.
+  static const CostModel& of_this_machine();
+  /// Reads a model file; throws domex::Error naming the file and line.
+  static CostModel load(const std::string& path);
+  /// Writes the text format load() reads.
+  void save(const std::string& path) const;
+
+  [[nodiscard]] double predict(Algorithm algorithm, const PatternSummary& pattern) const;
+  /// The concrete algorithm with the smallest predicted time.
+  [[nodiscard]] Algorithm choose(const PatternSummary& pattern) const;
+
+  [[nodiscard]] Coefficients& operator[](Algorithm algorithm);
+  [[nodiscard]] const Coefficients& operator[](Algorithm algorithm) const;
+  int calibration_ranks = 8;  ///< P_cal
+
+ private:
+  std::array<Coefficients, concrete_algorithms.size()> coefficients_{};
+};
+
+}  // namespace domex
