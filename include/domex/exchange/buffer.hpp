@@ -48,6 +48,7 @@ struct SendView {
   std::span<const std::size_t> offsets;
   const std::byte* data = nullptr;
   std::size_t element_size = 1;
+  std::size_t element_count = 0;  ///< elements in `data`
 };
 
 /// Receive side in CSR form, sources ascending; offsets count elements.

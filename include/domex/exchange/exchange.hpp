@@ -68,7 +68,7 @@ class Outbox {
     return std::span<const T>(data_).subspan(offsets_[i], offsets_[i + 1] - offsets_[i]);
   }
   [[nodiscard]] detail::SendView view() const noexcept {
-    return {ranks_, offsets_, reinterpret_cast<const std::byte*>(data_.data()), sizeof(T)};
+    return {ranks_, offsets_, reinterpret_cast<const std::byte*>(data_.data()), sizeof(T), data_.size()};
   }
 
  private:

@@ -1,0 +1,88 @@
+#pragma once
+// Private helpers shared by the six sparse-exchange algorithms.
+//
+// Conventions of every algorithm:
+// - messages to self never touch MPI: copy_self() copies them;
+// - a message travels as pieces of at most `piece` bytes (an int count); the
+//   last piece is shorter than `piece`, possibly empty, so a receiver that
+//   learns a size by probing knows when a message ends (non-overtaking
+//   order between one sender and one receiver on one tag keeps pieces in order);
+// - every message of a call carries the call's own tag (Comm::next_tag());
+// - the receive store is filled with byte offsets in any source order;
+//   finish() sorts it by source and converts offsets to elements.
+
+#include <domex/comm/comm.hpp>
+#include <domex/exchange/algorithm.hpp>
+#include <domex/exchange/buffer.hpp>
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace domex::detail {
+
+/// Everything one call of one algorithm works with.
+struct Call {
+  Comm& comm;
+  SendView send;
+  RecvStore& into;
+  ExchangeStats& stats;
+  int tag;
+  std::size_t piece;  ///< bytes per MPI message, <= INT_MAX
+  std::size_t rma_window_bytes;
+
+  [[nodiscard]] std::size_t bytes(std::size_t message) const noexcept {
+    return (send.offsets[message + 1] - send.offsets[message]) * send.element_size;
+  }
+  [[nodiscard]] const std::byte* payload(std::size_t message) const noexcept {
+    return send.data + send.offsets[message] * send.element_size;
+  }
+  [[nodiscard]] bool to_self(std::size_t message) const noexcept { return send.ranks[message] == comm.rank(); }
+};
+
+/// Number of MPI messages (pieces) a message of `bytes` travels as.
+[[nodiscard]] inline std::size_t piece_count(std::size_t bytes, std::size_t piece) noexcept {
+  return bytes / piece + 1;
+}
+
+/// Appends a message of `bytes` from `source` and returns where to write it.
+/// Invalidates pointers returned before (the buffer may grow).
+std::byte* append_message(RecvStore& into, int source, std::size_t bytes);
+
+/// Copies the message to self, if any, into the store.
+void copy_self(Call& call);
+
+/// Posts MPI_Isend (or MPI_Issend when `synchronous`) of every piece of every
+/// message not to self; counts them in the stats.
+void post_sends(Call& call, bool synchronous, std::vector<MPI_Request>& requests);
+
+/// Posts MPI_Irecv of every piece of a message of known size into `target`.
+void post_receive(Call& call, int source, std::byte* target, std::size_t bytes, std::vector<MPI_Request>& requests);
+
+/// Receives a message whose first piece was matched by MPI_Mprobe/Improbe,
+/// then its further pieces. Counts it in the stats.
+void receive_matched(Call& call, MPI_Message message, const MPI_Status& status);
+
+/// Receives `count` messages from unknown sources (MPI_Mprobe on the tag).
+void receive_any(Call& call, std::size_t count);
+
+/// MPI_Waitall over requests, then clears them.
+void wait_all(std::vector<MPI_Request>& requests, const char* call);
+
+/// Per-thread request and count scratch, reused across calls so the hot path
+/// does not allocate once it has grown.
+std::vector<MPI_Request>& request_scratch();
+std::vector<int>& int_scratch(std::size_t size);
+
+// The algorithms (one file each).
+void run_alltoall(Call& call);
+void run_sendrecv_reduce(Call& call);
+void run_nbx(Call& call);
+void run_reduce_scatter(Call& call);
+void run_rma_fence(Call& call);
+void run_rma_passive(Call& call);
+/// Chooses a concrete algorithm for this call (collective every few calls).
+Algorithm choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options);
+
+}  // namespace domex::detail

@@ -1,0 +1,222 @@
+// exchange_bytes: validation, dispatch to the algorithms, and the helpers
+// they share (detail.hpp).
+
+#include "detail.hpp"
+
+#include <domex/exchange/exchange.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <numeric>
+#include <optional>
+#include <string>
+
+namespace domex::detail {
+
+namespace {
+
+constexpr std::size_t default_piece = std::size_t{1} << 30;  // 1 GiB
+constexpr std::size_t default_rma_window = std::size_t{4} << 20;
+
+/// The first thing wrong with a send side, or nothing.
+std::optional<std::string> invalid(const SendView& send, int size) {
+  const auto& ranks = send.ranks;
+  const auto& offsets = send.offsets;
+  if (ranks.empty() && offsets.size() <= 1) {
+    if (!offsets.empty() && offsets[0] != 0) return fmt::format("offsets[0] is {}, not 0", offsets[0]);
+    return std::nullopt;
+  }
+  if (offsets.size() != ranks.size() + 1)
+    return fmt::format("{} destinations need {} offsets, got {}", ranks.size(), ranks.size() + 1, offsets.size());
+  if (offsets[0] != 0) return fmt::format("offsets[0] is {}, not 0", offsets[0]);
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size)
+      return fmt::format("destination {} (message {}) out of range [0, {})", ranks[i], i, size);
+    if (offsets[i + 1] > send.element_count)
+      return fmt::format("offset {} of message {} lies beyond the {} elements of data (a negative offset?)",
+                         offsets[i + 1], i, send.element_count);
+    if (offsets[i + 1] < offsets[i])
+      return fmt::format("offsets decrease at message {}: {} then {}", i, offsets[i], offsets[i + 1]);
+  }
+  if (offsets.back() != send.element_count)
+    return fmt::format("last offset {} does not match the {} elements of data", offsets.back(), send.element_count);
+  // Distinct destinations: cheap when they ascend (the builders' output).
+  if (!std::is_sorted(ranks.begin(), ranks.end()) || std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
+    std::vector<int> sorted(ranks.begin(), ranks.end());
+    std::sort(sorted.begin(), sorted.end());
+    if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+      return fmt::format("destination {} appears more than once", *twice);
+  }
+  return std::nullopt;
+}
+
+/// Sorts the received messages by source (stable: a no-op when they arrived
+/// in order) and turns byte offsets into element offsets.
+void finish(RecvStore& into, std::size_t element_size, int rank) {
+  const std::size_t count = into.sources.size();
+  for (std::size_t i = 0; i <= count; ++i) {
+    if (into.offsets[i] % element_size != 0)
+      fail("exchange", fmt::format("rank {} received a message of {} bytes from rank {}, not a multiple of the "
+                                   "element size {} (different types on sender and receiver?)",
+                                   rank, into.offsets[i] - (i ? into.offsets[i - 1] : 0), into.sources[i ? i - 1 : 0],
+                                   element_size));
+  }
+  if (!std::is_sorted(into.sources.begin(), into.sources.end())) {
+    std::vector<std::size_t> order(count);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return into.sources[a] < into.sources[b]; });
+    into.scratch.resize(into.data.size());
+    std::vector<int> sources(count);
+    std::vector<std::size_t> offsets(count + 1, 0);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = order[k];
+      const std::size_t length = into.offsets[i + 1] - into.offsets[i];
+      if (length) std::memcpy(into.scratch.data() + offsets[k], into.data.data() + into.offsets[i], length);
+      sources[k] = into.sources[i];
+      offsets[k + 1] = offsets[k] + length;
+    }
+    into.data.swap(into.scratch);
+    into.sources.swap(sources);
+    into.offsets.swap(offsets);
+  }
+  for (auto& offset : into.offsets) offset /= element_size;
+}
+
+}  // namespace
+
+std::byte* append_message(RecvStore& into, int source, std::size_t bytes) {
+  const std::size_t start = into.data.size();
+  into.data.resize(start + bytes);
+  into.sources.push_back(source);
+  into.offsets.push_back(start + bytes);
+  return into.data.data() + start;
+}
+
+void copy_self(Call& call) {
+  for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
+    if (!call.to_self(i)) continue;
+    const std::size_t bytes = call.bytes(i);
+    std::byte* target = append_message(call.into, call.comm.rank(), bytes);
+    if (bytes) std::memcpy(target, call.payload(i), bytes);
+  }
+}
+
+void post_sends(Call& call, bool synchronous, std::vector<MPI_Request>& requests) {
+  for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
+    if (call.to_self(i)) continue;
+    const std::size_t bytes = call.bytes(i);
+    const std::byte* data = call.payload(i);
+    const int destination = call.send.ranks[i];
+    for (std::size_t piece = 0, pieces = piece_count(bytes, call.piece); piece < pieces; ++piece) {
+      const std::size_t begin = piece * call.piece;
+      const int length = static_cast<int>(std::min(call.piece, bytes - begin));
+      MPI_Request request;
+      void* buffer = const_cast<std::byte*>(data + begin);
+      if (synchronous)
+        check_mpi(MPI_Issend(buffer, length, MPI_BYTE, destination, call.tag, call.comm.get(), &request), "MPI_Issend");
+      else
+        check_mpi(MPI_Isend(buffer, length, MPI_BYTE, destination, call.tag, call.comm.get(), &request), "MPI_Isend");
+      requests.push_back(request);
+    }
+    ++call.stats.messages_sent;
+    call.stats.bytes_sent += bytes;
+  }
+}
+
+void post_receive(Call& call, int source, std::byte* target, std::size_t bytes, std::vector<MPI_Request>& requests) {
+  for (std::size_t piece = 0, pieces = piece_count(bytes, call.piece); piece < pieces; ++piece) {
+    const std::size_t begin = piece * call.piece;
+    const int length = static_cast<int>(std::min(call.piece, bytes - begin));
+    MPI_Request request;
+    check_mpi(MPI_Irecv(target + begin, length, MPI_BYTE, source, call.tag, call.comm.get(), &request), "MPI_Irecv");
+    requests.push_back(request);
+  }
+  ++call.stats.messages_received;
+  call.stats.bytes_received += bytes;
+}
+
+void receive_matched(Call& call, MPI_Message message, const MPI_Status& status) {
+  const int source = status.MPI_SOURCE;
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  std::size_t bytes = static_cast<std::size_t>(count);
+  std::byte* target = append_message(call.into, source, bytes);
+  check_mpi(MPI_Mrecv(target, count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+  // A full piece means more pieces follow from the same source on this tag.
+  std::size_t last = bytes;
+  while (last == call.piece) {
+    MPI_Status next_status;
+    check_mpi(MPI_Mprobe(source, call.tag, call.comm.get(), &message, &next_status), "MPI_Mprobe");
+    check_mpi(MPI_Get_count(&next_status, MPI_BYTE, &count), "MPI_Get_count");
+    last = static_cast<std::size_t>(count);
+    const std::size_t at = call.into.data.size();
+    call.into.data.resize(at + last);
+    call.into.offsets.back() += last;
+    check_mpi(MPI_Mrecv(call.into.data.data() + at, count, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+    bytes += last;
+  }
+  ++call.stats.messages_received;
+  call.stats.bytes_received += bytes;
+}
+
+void receive_any(Call& call, std::size_t count) {
+  for (std::size_t received = 0; received < count; ++received) {
+    MPI_Message message;
+    MPI_Status status;
+    check_mpi(MPI_Mprobe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &message, &status), "MPI_Mprobe");
+    receive_matched(call, message, status);
+  }
+}
+
+void wait_all(std::vector<MPI_Request>& requests, const char* call) {
+  if (!requests.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), call);
+  requests.clear();
+}
+
+std::vector<MPI_Request>& request_scratch() {
+  thread_local std::vector<MPI_Request> requests;
+  requests.clear();
+  return requests;
+}
+
+std::vector<int>& int_scratch(std::size_t size) {
+  thread_local std::vector<int> values;
+  values.assign(size, 0);
+  return values;
+}
+
+ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, const ExchangeOptions& options) {
+  const std::size_t piece = options.max_message_bytes ? options.max_message_bytes : default_piece;
+  if (piece > static_cast<std::size_t>(INT_MAX))
+    fail("exchange", fmt::format("max_message_bytes {} exceeds INT_MAX", piece));
+
+  // An invalid send side is not sent: this rank takes part with no messages,
+  // so the other ranks complete, and then throws.
+  const auto problem = invalid(send, comm.size());
+  const SendView empty{{}, {}, nullptr, send.element_size, 0};
+  const SendView& sent = problem ? empty : send;
+
+  ExchangeStats stats;
+  stats.algorithm =
+      options.algorithm == Algorithm::automatic ? choose_automatic(comm, sent, options) : options.algorithm;
+  into.clear();
+  Call call{comm,  sent,  into, stats, comm.next_tag(), piece,
+            options.rma_window_bytes ? options.rma_window_bytes : default_rma_window};
+  switch (stats.algorithm) {
+    case Algorithm::alltoall: run_alltoall(call); break;
+    case Algorithm::sendrecv_reduce: run_sendrecv_reduce(call); break;
+    case Algorithm::nbx: run_nbx(call); break;
+    case Algorithm::reduce_scatter: run_reduce_scatter(call); break;
+    case Algorithm::rma_fence: run_rma_fence(call); break;
+    case Algorithm::rma_passive: run_rma_passive(call); break;
+    case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
+  }
+  if (problem) fail("exchange", *problem);
+  finish(into, send.element_size, comm.rank());
+  return stats;
+}
+
+}  // namespace domex::detail

@@ -1,0 +1,44 @@
+// NBX, the non-blocking consensus of Hoefler, Siebert and Lumsdaine, "Scalable
+// communication protocols for dynamic sparse data exchange" (PPoPP 2010):
+// synchronous sends (MPI_Issend) complete only once matched, so a rank whose
+// sends have all completed enters an MPI_Ibarrier; while waiting it keeps
+// receiving with MPI_Improbe. When the barrier completes every message has
+// been received. O(log P) rounds, no O(P) vector anywhere.
+
+#include "detail.hpp"
+
+namespace domex::detail {
+
+void run_nbx(Call& call) {
+  auto& requests = request_scratch();
+  copy_self(call);
+  post_sends(call, /*synchronous=*/true, requests);
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  bool in_barrier = false;
+  for (;;) {
+    int arrived = 0;
+    MPI_Message message;
+    MPI_Status status;
+    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
+    if (arrived) {
+      receive_matched(call, message, status);
+      continue;
+    }
+    if (in_barrier) {
+      int done = 0;
+      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Ibarrier)");
+      if (done) break;
+    } else {
+      int sent = 0;
+      check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &sent, MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (sent) {
+        requests.clear();
+        check_mpi(MPI_Ibarrier(call.comm.get(), &barrier), "MPI_Ibarrier");
+        in_barrier = true;
+      }
+    }
+  }
+}
+
+}  // namespace domex::detail

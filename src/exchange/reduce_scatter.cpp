@@ -1,0 +1,24 @@
+// reduce_scatter: MPI_Reduce_scatter_block of a 0/1 vector (entry d is 1 when
+// this rank sends to d) leaves each rank the number of messages it will
+// receive; then send/recv. O(P) data in few rounds; the sends are posted
+// first so they travel while the reduction runs.
+
+#include "detail.hpp"
+
+namespace domex::detail {
+
+void run_reduce_scatter(Call& call) {
+  auto& requests = request_scratch();
+  copy_self(call);
+  post_sends(call, /*synchronous=*/false, requests);
+  auto& flags = int_scratch(static_cast<std::size_t>(call.comm.size()));
+  for (std::size_t i = 0; i < call.send.ranks.size(); ++i)
+    if (!call.to_self(i)) flags[static_cast<std::size_t>(call.send.ranks[i])] = 1;
+  int incoming = 0;
+  check_mpi(MPI_Reduce_scatter_block(flags.data(), &incoming, 1, MPI_INT, MPI_SUM, call.comm.get()),
+            "MPI_Reduce_scatter_block");
+  receive_any(call, static_cast<std::size_t>(incoming));
+  wait_all(requests, "MPI_Waitall");
+}
+
+}  // namespace domex::detail

@@ -1,0 +1,187 @@
+// rma_passive: one-sided passive target in the low-level style of ACP. Each
+// rank exposes, twice (the call parity), a mailbox: a 64-bit reservation
+// counter, P message descriptors and `rma_window_bytes` of data space. The
+// window stays under MPI_Win_lock_all for the Comm's lifetime.
+//
+// A sender reserves a descriptor slot and data space at each destination with
+// ONE MPI_Fetch_and_op on the counter (high bits count slots, low bits count
+// bytes), MPI_Puts the data and the descriptor, and flushes. A message that
+// does not fit the data space is announced by its descriptor and sent
+// point-to-point. Completion is a cheap consensus: one MPI_Barrier (O(log P)),
+// after which every mailbox is complete.
+//
+// Why two mailboxes: a rank leaving the barrier of call n may start call n+1
+// while a slower rank still reads its call-n mailbox, but it cannot reach call
+// n+2 before that rank has entered barrier n+1, i.e. finished reading.
+
+#include "detail.hpp"
+
+#include <climits>
+#include <cstdint>
+#include <fmt/format.h>
+
+namespace domex::detail {
+
+namespace {
+
+constexpr int slot_shift = 40;  // bytes reserved per call < 2^40, slots < 2^24
+constexpr std::uint64_t byte_mask = (std::uint64_t{1} << slot_shift) - 1;
+
+struct Descriptor {
+  std::uint64_t source;  ///< sender rank; bit 32 set when the data is in the window
+  std::uint64_t bytes;
+  std::uint64_t offset;  ///< in the data space of the mailbox
+};
+constexpr std::uint64_t in_window_bit = std::uint64_t{1} << 32;
+
+struct PassiveWindow {
+  explicit PassiveWindow(Comm&) {}
+  PassiveWindow(const PassiveWindow&) = delete;
+  PassiveWindow& operator=(const PassiveWindow&) = delete;
+  ~PassiveWindow() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (window != MPI_WIN_NULL && !finalized) {
+      MPI_Win_unlock_all(window);
+      MPI_Win_free(&window);
+    }
+  }
+
+  void create(const Comm& comm, std::size_t data_bytes) {
+    if (data_bytes > static_cast<std::size_t>(INT_MAX))
+      fail("exchange(rma_passive)", fmt::format("rma_window_bytes {} exceeds INT_MAX", data_bytes));
+    capacity = (data_bytes + 7) / 8 * 8;
+    ranks = static_cast<std::size_t>(comm.size());
+    mailbox_bytes = sizeof(std::uint64_t) + ranks * sizeof(Descriptor) + capacity;
+    std::byte* base = nullptr;
+    const int code =
+        MPI_Win_allocate(static_cast<MPI_Aint>(2 * mailbox_bytes), 1, MPI_INFO_NULL, comm.get(), &base, &window);
+    check_mpi(code, "MPI_Win_allocate");
+    check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+    for (int parity = 0; parity < 2; ++parity) std::memset(base + parity * mailbox_bytes, 0, sizeof(std::uint64_t));
+    check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, window), "MPI_Win_lock_all");
+    // Every counter is zero before anyone reserves.
+    check_mpi(MPI_Barrier(comm.get()), "MPI_Barrier");
+  }
+
+  [[nodiscard]] MPI_Aint counter_at(int parity) const { return static_cast<MPI_Aint>(parity * mailbox_bytes); }
+  [[nodiscard]] MPI_Aint descriptor_at(int parity, std::uint64_t slot) const {
+    return counter_at(parity) + static_cast<MPI_Aint>(sizeof(std::uint64_t) + slot * sizeof(Descriptor));
+  }
+  [[nodiscard]] MPI_Aint data_at(int parity, std::uint64_t offset) const {
+    return counter_at(parity) +
+           static_cast<MPI_Aint>(sizeof(std::uint64_t) + ranks * sizeof(Descriptor) + offset);
+  }
+
+  MPI_Win window = MPI_WIN_NULL;
+  std::size_t capacity = 0;
+  std::size_t ranks = 0;
+  std::size_t mailbox_bytes = 0;
+  std::uint64_t calls = 0;
+  std::vector<std::uint64_t> increments, reservations;
+  std::vector<Descriptor> outgoing, incoming;
+};
+
+}  // namespace
+
+void run_rma_passive(Call& call) {
+  auto& state = call.comm.cached<PassiveWindow>();
+  if (state.window == MPI_WIN_NULL) state.create(call.comm, call.rma_window_bytes);
+  const int parity = static_cast<int>(state.calls++ % 2);
+  const int rank = call.comm.rank();
+  const std::size_t count = call.send.ranks.size();
+  auto& requests = request_scratch();
+  copy_self(call);
+
+  // 1. Reserve: one fetch-and-add per destination, all in flight together.
+  state.increments.assign(count, 0);
+  state.reservations.assign(count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (call.to_self(i)) continue;
+    const std::size_t bytes = call.bytes(i);
+    state.increments[i] =
+        (std::uint64_t{1} << slot_shift) + (bytes <= state.capacity ? (bytes + 7) / 8 * 8 : 0);
+    check_mpi(MPI_Fetch_and_op(&state.increments[i], &state.reservations[i], MPI_UINT64_T, call.send.ranks[i],
+                               state.counter_at(parity), MPI_SUM, state.window),
+              "MPI_Fetch_and_op");
+  }
+  check_mpi(MPI_Win_flush_all(state.window), "MPI_Win_flush_all");
+
+  // 2. Put data that fits and every descriptor; send the rest.
+  state.outgoing.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (call.to_self(i)) continue;
+    const std::size_t bytes = call.bytes(i);
+    const std::uint64_t slot = state.reservations[i] >> slot_shift;
+    const std::uint64_t offset = state.reservations[i] & byte_mask;
+    const bool fits = bytes <= state.capacity && offset + bytes <= state.capacity;
+    const int destination = call.send.ranks[i];
+    state.outgoing[i] = {static_cast<std::uint64_t>(rank) | (fits ? in_window_bit : 0), bytes, offset};
+    if (fits && bytes)
+      check_mpi(MPI_Put(call.payload(i), static_cast<int>(bytes), MPI_BYTE, destination,
+                        state.data_at(parity, offset), static_cast<int>(bytes), MPI_BYTE, state.window),
+                "MPI_Put");
+    check_mpi(MPI_Put(&state.outgoing[i], sizeof(Descriptor), MPI_BYTE, destination,
+                      state.descriptor_at(parity, slot), sizeof(Descriptor), MPI_BYTE, state.window),
+              "MPI_Put");
+    if (!fits) {
+      for (std::size_t piece = 0, pieces = piece_count(bytes, call.piece); piece < pieces; ++piece) {
+        const std::size_t begin = piece * call.piece;
+        MPI_Request request;
+        check_mpi(MPI_Isend(call.payload(i) + begin, static_cast<int>(std::min(call.piece, bytes - begin)), MPI_BYTE,
+                            destination, call.tag, call.comm.get(), &request),
+                  "MPI_Isend");
+        requests.push_back(request);
+      }
+    }
+    ++call.stats.messages_sent;
+    call.stats.bytes_sent += bytes;
+  }
+  check_mpi(MPI_Win_flush_all(state.window), "MPI_Win_flush_all");
+
+  // 3. Consensus: after the barrier every put to every mailbox is complete.
+  check_mpi(MPI_Barrier(call.comm.get()), "MPI_Barrier");
+
+  // 4. Read this rank's mailbox (through MPI, correct in either memory model).
+  std::uint64_t counter = 0;
+  check_mpi(MPI_Get(&counter, 1, MPI_UINT64_T, rank, state.counter_at(parity), 1, MPI_UINT64_T, state.window),
+            "MPI_Get");
+  check_mpi(MPI_Win_flush(rank, state.window), "MPI_Win_flush");
+  const std::uint64_t arrived = counter >> slot_shift;
+  state.incoming.resize(arrived);
+  if (arrived)
+    check_mpi(MPI_Get(state.incoming.data(), static_cast<int>(arrived * sizeof(Descriptor)), MPI_BYTE, rank,
+                      state.descriptor_at(parity, 0), static_cast<int>(arrived * sizeof(Descriptor)), MPI_BYTE,
+                      state.window),
+              "MPI_Get");
+  check_mpi(MPI_Win_flush(rank, state.window), "MPI_Win_flush");
+  // Size the store first: a pending MPI_Get must not see its target move.
+  const std::size_t first = call.into.sources.size();
+  for (const Descriptor& descriptor : state.incoming)
+    (void)append_message(call.into, static_cast<int>(descriptor.source & 0xffffffffu), descriptor.bytes);
+  for (std::size_t m = 0; m < state.incoming.size(); ++m) {
+    const Descriptor& descriptor = state.incoming[m];
+    std::byte* target = call.into.data.data() + call.into.offsets[first + m];
+    if (!(descriptor.source & in_window_bit)) {  // did not fit: comes point-to-point
+      post_receive(call, call.into.sources[first + m], target, descriptor.bytes, requests);
+      continue;
+    }
+    if (descriptor.bytes)
+      check_mpi(MPI_Get(target, static_cast<int>(descriptor.bytes), MPI_BYTE, rank,
+                        state.data_at(parity, descriptor.offset), static_cast<int>(descriptor.bytes), MPI_BYTE,
+                        state.window),
+                "MPI_Get");
+    ++call.stats.messages_received;
+    call.stats.bytes_received += descriptor.bytes;
+  }
+  check_mpi(MPI_Win_flush(rank, state.window), "MPI_Win_flush");
+  // 5. Empty the mailbox for call n+2 (same accumulate family as the reservations).
+  const std::uint64_t zero = 0;
+  check_mpi(MPI_Accumulate(&zero, 1, MPI_UINT64_T, rank, state.counter_at(parity), 1, MPI_UINT64_T, MPI_REPLACE,
+                           state.window),
+            "MPI_Accumulate");
+  check_mpi(MPI_Win_flush(rank, state.window), "MPI_Win_flush");
+  wait_all(requests, "MPI_Waitall");
+}
+
+}  // namespace domex::detail
