@@ -19,12 +19,17 @@ struct FenceWindow {
     MPI_Info info;
     check_mpi(MPI_Info_create(&info), "MPI_Info_create");
     MPI_Info_set(info, "no_locks", "true");
-    const auto bytes = static_cast<MPI_Aint>(sizeof(std::uint64_t) * static_cast<std::size_t>(comm.size()));
-    const int code = MPI_Win_allocate(bytes, sizeof(std::uint64_t), info, comm.get(), &slots, &window);
+    slots_.assign(static_cast<std::size_t>(comm.size()), 0);
+    slots = slots_.data();
+    // MPI_Win_create over our own memory: MPICH 4.0's MPI_Win_allocate
+    // misplaces Puts between ranks of one node (seen with Debian's 4.0.2).
+    const int code = MPI_Win_create(slots, static_cast<MPI_Aint>(slots_.size() * sizeof(std::uint64_t)),
+                                    sizeof(std::uint64_t), info, comm.get(), &window);
     MPI_Info_free(&info);
-    check_mpi(code, "MPI_Win_allocate");
+    check_mpi(code, "MPI_Win_create");
     check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-    std::fill_n(slots, comm.size(), 0);
+    // No Put may land before every rank has its window.
+    comm.barrier();
   }
   FenceWindow(const FenceWindow&) = delete;
   FenceWindow& operator=(const FenceWindow&) = delete;
@@ -34,6 +39,7 @@ struct FenceWindow {
     if (!finalized) MPI_Win_free(&window);
   }
   MPI_Win window = MPI_WIN_NULL;
+  std::vector<std::uint64_t> slots_;
   std::uint64_t* slots = nullptr;
   std::vector<std::uint64_t> outgoing;  // origin buffers must live until the fence
 };
