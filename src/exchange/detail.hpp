@@ -67,6 +67,14 @@ void receive_matched(Call& call, MPI_Message message, const MPI_Status& status);
 /// Receives `count` messages from unknown sources (MPI_Mprobe on the tag).
 void receive_any(Call& call, std::size_t count);
 
+/// A window of `bytes` bytes on every rank of comm, errors returned, and its
+/// base address. Open MPI: MPI_Win_allocate (its MPI_Win_create needs an RMA
+/// transport that a single process lacks). Others: MPI_Win_create over
+/// `storage`, because MPICH 4.0.2's MPI_Win_allocate misplaces Puts between
+/// ranks of one node (a Put to rank 1 landed in rank 0's window).
+std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
+                         MPI_Win& window);
+
 /// MPI_Waitall over requests, then clears them.
 void wait_all(std::vector<MPI_Request>& requests, const char* call);
 

@@ -170,6 +170,23 @@ void receive_any(Call& call, std::size_t count) {
   }
 }
 
+std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
+                         MPI_Win& window) {
+  std::byte* base = nullptr;
+#ifdef OPEN_MPI
+  (void)storage;
+  check_mpi(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &base, &window),
+            "MPI_Win_allocate");
+#else
+  storage.resize(bytes);
+  base = storage.data();
+  check_mpi(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &window),
+            "MPI_Win_create");
+#endif
+  check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+  return base;
+}
+
 void wait_all(std::vector<MPI_Request>& requests, const char* call) {
   if (!requests.empty())
     check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), call);

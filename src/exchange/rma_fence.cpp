@@ -16,18 +16,9 @@ namespace {
 /// The count window of one Comm.
 struct FenceWindow {
   explicit FenceWindow(Comm& comm) {
-    MPI_Info info;
-    check_mpi(MPI_Info_create(&info), "MPI_Info_create");
-    MPI_Info_set(info, "no_locks", "true");
-    slots_.assign(static_cast<std::size_t>(comm.size()), 0);
-    slots = slots_.data();
-    // MPI_Win_create over our own memory: MPICH 4.0's MPI_Win_allocate
-    // misplaces Puts between ranks of one node (seen with Debian's 4.0.2).
-    const int code = MPI_Win_create(slots, static_cast<MPI_Aint>(slots_.size() * sizeof(std::uint64_t)),
-                                    sizeof(std::uint64_t), info, comm.get(), &window);
-    MPI_Info_free(&info);
-    check_mpi(code, "MPI_Win_create");
-    check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+    const std::size_t bytes = sizeof(std::uint64_t) * static_cast<std::size_t>(comm.size());
+    slots = reinterpret_cast<std::uint64_t*>(create_window(comm, bytes, sizeof(std::uint64_t), storage, window));
+    std::fill_n(slots, comm.size(), 0);
     // No Put may land before every rank has its window.
     comm.barrier();
   }
@@ -39,7 +30,7 @@ struct FenceWindow {
     if (!finalized) MPI_Win_free(&window);
   }
   MPI_Win window = MPI_WIN_NULL;
-  std::vector<std::uint64_t> slots_;
+  std::vector<std::byte> storage;
   std::uint64_t* slots = nullptr;
   std::vector<std::uint64_t> outgoing;  // origin buffers must live until the fence
 };

@@ -53,13 +53,7 @@ struct PassiveWindow {
     capacity = (data_bytes + 7) / 8 * 8;
     ranks = static_cast<std::size_t>(comm.size());
     mailbox_bytes = sizeof(std::uint64_t) + ranks * sizeof(Descriptor) + capacity;
-    // MPI_Win_create over our own memory: MPICH 4.0's MPI_Win_allocate
-    // misplaces RMA operations between ranks of one node (Debian's 4.0.2).
-    memory.resize(2 * mailbox_bytes);
-    std::byte* base = memory.data();
-    check_mpi(MPI_Win_create(base, static_cast<MPI_Aint>(memory.size()), 1, MPI_INFO_NULL, comm.get(), &window),
-              "MPI_Win_create");
-    check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
+    std::byte* base = create_window(comm, 2 * mailbox_bytes, 1, memory, window);
     for (int parity = 0; parity < 2; ++parity) std::memset(base + parity * mailbox_bytes, 0, sizeof(std::uint64_t));
     check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, window), "MPI_Win_lock_all");
     // Every counter is zero before anyone reserves.
