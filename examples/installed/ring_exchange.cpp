@@ -5,6 +5,7 @@
 #include <domex/exchange/exchange.hpp>
 
 #include <cstdio>
+#include <string>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
