@@ -1,0 +1,48 @@
+#pragma once
+// Communication patterns of the benchmarks: each rank's destinations on a
+// periodic 3-D process grid, as in particle migration.
+
+#include <domex/comm/comm.hpp>
+
+#include <array>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace domex::bench {
+
+/// Destinations of this rank: its 6 face or 26 face/edge/corner neighbours
+/// on a periodic MPI_Dims_create grid (self and repeats removed), plus, with
+/// probability far_fraction per neighbour, random far ranks (particles that
+/// jumped). Deterministic in (seed, rank).
+inline std::vector<int> grid_destinations(const Comm& comm, int neighbours, double far_fraction, std::uint64_t seed) {
+  std::array<int, 3> dims{0, 0, 0};
+  check_mpi(MPI_Dims_create(comm.size(), 3, dims.data()), "MPI_Dims_create");
+  const int rank = comm.rank();
+  const std::array<int, 3> at{rank / (dims[1] * dims[2]), (rank / dims[2]) % dims[1], rank % dims[2]};
+  std::set<int> destinations;
+  for (int dx = -1; dx <= 1; ++dx)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dz = -1; dz <= 1; ++dz) {
+        const int nonzero = (dx != 0) + (dy != 0) + (dz != 0);
+        if (nonzero == 0 || (neighbours == 6 && nonzero != 1)) continue;
+        const int x = (at[0] + dx + dims[0]) % dims[0];
+        const int y = (at[1] + dy + dims[1]) % dims[1];
+        const int z = (at[2] + dz + dims[2]) % dims[2];
+        const int destination = (x * dims[1] + y) * dims[2] + z;
+        if (destination != rank) destinations.insert(destination);
+      }
+  std::mt19937_64 random(seed * 1000003 + static_cast<std::uint64_t>(rank));
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  const std::size_t near = destinations.size();
+  for (std::size_t i = 0; i < near; ++i)
+    if (uniform(random) < far_fraction) {
+      const int destination = static_cast<int>(random() % static_cast<std::uint64_t>(comm.size()));
+      if (destination != rank) destinations.insert(destination);
+    }
+  return {destinations.begin(), destinations.end()};
+}
+
+}  // namespace domex::bench

@@ -1,0 +1,168 @@
+// domex-bench sparse: the six sparse-exchange algorithms and automatic on
+// particle-migration-like patterns (6 or 26 grid neighbours, plus far ranks),
+// message sizes from 8 B to 1 MiB. Prints the comparison table and writes JSON.
+//
+//   mpirun -n 8 domex-bench sparse --json sparse.json
+
+#include "command.hpp"
+#include "patterns.hpp"
+#include "timing.hpp"
+
+#include <domex/exchange/cost_model.hpp>
+#include <domex/exchange/exchange.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace domex::bench {
+namespace {
+
+struct SparseOptions {
+  std::vector<std::size_t> sizes{8, 64, 512, 4096, 32768, 262144, 1048576};
+  std::vector<std::string> patterns{"neighbours6", "neighbours26", "neighbours26+far"};
+  std::vector<std::string> algorithms{"alltoall",  "sendrecv_reduce", "nbx",      "reduce_scatter",
+                                      "rma_fence", "rma_passive",     "automatic"};
+  double seconds_per_row = 0.4;
+  double far_fraction = 0.25;
+  std::uint64_t seed = 1;
+  std::string json;
+};
+
+struct Row {
+  std::string pattern;
+  std::size_t message_bytes;
+  Algorithm algorithm;
+  Algorithm ran;  // what automatic chose
+  Summary seconds;
+  std::size_t calls;
+  unsigned long long max_messages_sent, max_messages_received, max_bytes_sent, max_bytes_received;
+};
+
+std::vector<int> destinations_of(const Comm& comm, const std::string& pattern, const SparseOptions& options) {
+  if (pattern == "neighbours6") return grid_destinations(comm, 6, 0.0, options.seed);
+  if (pattern == "neighbours26") return grid_destinations(comm, 26, 0.0, options.seed);
+  if (pattern == "neighbours26+far") return grid_destinations(comm, 26, options.far_fraction, options.seed);
+  fail("domex-bench sparse", "unknown pattern '" + pattern + "' (neighbours6, neighbours26, neighbours26+far)");
+}
+
+std::string table(const std::vector<Row>& rows) {
+  std::string out = fmt::format("{:<17} {:>8} {:<16} {:>11} {:>11} {:>11} {:>7} {:>9} {:>9} {:>10} {:>10}\n",
+                                "pattern", "bytes", "algorithm", "median[us]", "min[us]", "max[us]", "x best",
+                                "msgs out", "msgs in", "bytes out", "bytes in");
+  for (std::size_t begin = 0; begin < rows.size();) {
+    std::size_t end = begin;
+    double best = 1e300;
+    while (end < rows.size() && rows[end].pattern == rows[begin].pattern &&
+           rows[end].message_bytes == rows[begin].message_bytes) {
+      if (rows[end].algorithm != Algorithm::automatic) best = std::min(best, rows[end].seconds.median);
+      ++end;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      const Row& row = rows[i];
+      std::string name(to_string(row.algorithm));
+      if (row.algorithm == Algorithm::automatic) name += "->" + std::string(to_string(row.ran));
+      out += fmt::format("{:<17} {:>8} {:<16} {:>11.1f} {:>11.1f} {:>11.1f} {:>7.2f} {:>9} {:>9} {:>10} {:>10}\n",
+                         row.pattern, row.message_bytes, name, 1e6 * row.seconds.median, 1e6 * row.seconds.min,
+                         1e6 * row.seconds.max, row.seconds.median / best, row.max_messages_sent,
+                         row.max_messages_received, row.max_bytes_sent, row.max_bytes_received);
+    }
+    begin = end;
+  }
+  return out;
+}
+
+std::string json_of(const std::vector<Row>& rows, int ranks) {
+  std::string out = fmt::format("{{\"benchmark\": \"sparse\", \"ranks\": {}, \"rows\": [\n", ranks);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    out += fmt::format(
+        "  {{\"pattern\": \"{}\", \"message_bytes\": {}, \"algorithm\": \"{}\", \"ran\": \"{}\", "
+        "\"median_s\": {:.9g}, \"min_s\": {:.9g}, \"max_s\": {:.9g}, \"calls\": {}, "
+        "\"max_messages_sent\": {}, \"max_messages_received\": {}, \"max_bytes_sent\": {}, "
+        "\"max_bytes_received\": {}}}{}\n",
+        row.pattern, row.message_bytes, to_string(row.algorithm), to_string(row.ran), row.seconds.median,
+        row.seconds.min, row.seconds.max, row.calls, row.max_messages_sent, row.max_messages_received,
+        row.max_bytes_sent, row.max_bytes_received, i + 1 < rows.size() ? "," : "");
+  }
+  return out + "]}\n";
+}
+
+void run_sparse(const SparseOptions& options) {
+  Comm comm{MPI_COMM_WORLD};
+  std::vector<Algorithm> algorithms;
+  for (const auto& name : options.algorithms) algorithms.push_back(algorithm_from_string(name));
+  if (comm.rank() == 0)
+    std::fprintf(stderr, "domex-bench sparse: %d ranks, %zu patterns x %zu sizes x %zu algorithms\n", comm.size(),
+                 options.patterns.size(), options.sizes.size(), algorithms.size());
+  std::vector<Row> rows;
+  Outbox<std::byte> outbox;
+  std::vector<Inbox<std::byte>> inboxes(algorithms.size());
+  for (const auto& pattern : options.patterns) {
+    const auto destinations = destinations_of(comm, pattern, options);
+    for (std::size_t bytes : options.sizes) {
+      outbox.clear();
+      std::vector<std::byte> payload(bytes, std::byte{1});
+      for (int destination : destinations) outbox.add(destination, payload);
+      // Warm-up (windows, automatic's first decision), then rounds that run
+      // every algorithm once each in turn, so machine noise hits all alike.
+      for (std::size_t a = 0; a < algorithms.size(); ++a)
+        for (int warm = 0; warm < 3; ++warm) exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]});
+      std::vector<std::vector<double>> samples(algorithms.size());
+      double spent = 0;
+      int rounds = 0;
+      while (rounds < 5 || (spent < options.seconds_per_row && rounds < 2000)) {
+        for (std::size_t a = 0; a < algorithms.size(); ++a) {
+          const double seconds =
+              time_collective(comm, [&] { exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]}); });
+          samples[a].push_back(seconds);
+          spent += seconds;
+        }
+        ++rounds;
+      }
+      for (std::size_t a = 0; a < algorithms.size(); ++a) {
+        const auto& stats = inboxes[a].stats();
+        unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
+                                        stats.bytes_received};
+        comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
+        rows.push_back({pattern, bytes, algorithms[a], stats.algorithm, summarize(samples[a]), samples[a].size(),
+                        counts[0], counts[1], counts[2], counts[3]});
+      }
+      if (comm.rank() == 0)
+        std::fprintf(stderr, "  %-17s %8zu B done (%d rounds)\n", pattern.c_str(), bytes, rounds);
+    }
+  }
+  if (comm.rank() == 0) {
+    std::printf("sparse exchange, %d ranks (time per call = slowest rank, from a barrier)\n%s", comm.size(),
+                table(rows).c_str());
+    if (!options.json.empty()) {
+      const std::string temporary = options.json + ".tmp";
+      std::ofstream(temporary) << json_of(rows, comm.size());
+      if (std::rename(temporary.c_str(), options.json.c_str()) != 0)
+        fail("domex-bench sparse", "cannot write " + options.json);
+      std::printf("wrote %s\n", options.json.c_str());
+    }
+  }
+}
+
+const Registration registration{[](CLI::App& app) {
+  auto options = std::make_shared<SparseOptions>();
+  auto* command = app.add_subcommand("sparse", "compare the sparse-exchange algorithms (table + JSON)");
+  command->add_option("--sizes", options->sizes, "bytes per message")->capture_default_str();
+  command->add_option("--patterns", options->patterns, "neighbours6, neighbours26, neighbours26+far")
+      ->capture_default_str();
+  command->add_option("--algorithms", options->algorithms, "algorithms to compare")->capture_default_str();
+  command->add_option("--seconds-per-row", options->seconds_per_row, "measuring time per row")
+      ->capture_default_str();
+  command->add_option("--far-fraction", options->far_fraction, "chance per neighbour of an extra far destination")
+      ->capture_default_str();
+  command->add_option("--seed", options->seed, "seed of the far destinations")->capture_default_str();
+  command->add_option("--json", options->json, "write the rows as JSON to this file");
+  command->callback([options] { run_sparse(*options); });
+}};
+
+}  // namespace
+}  // namespace domex::bench
