@@ -1,6 +1,7 @@
 #pragma once
 // The cost model behind Algorithm::automatic.
 
+#include <domex/comm/error.hpp>
 #include <domex/exchange/algorithm.hpp>
 
 #include <array>
