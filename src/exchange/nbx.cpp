@@ -16,19 +16,9 @@ void run_nbx(Call& call) {
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool in_barrier = false;
   for (;;) {
-    int arrived = 0;
-    MPI_Message message;
-    MPI_Status status;
-    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
-    if (arrived) {
-      receive_matched(call, message, status);
-      continue;
-    }
-    if (in_barrier) {
-      int done = 0;
-      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Ibarrier)");
-      if (done) break;
-    } else {
+    // Enter the barrier as soon as every send is matched, then drain what has
+    // arrived: the barrier's rounds overlap the receives.
+    if (!in_barrier) {
       int sent = 0;
       check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &sent, MPI_STATUSES_IGNORE),
                 "MPI_Testall");
@@ -37,6 +27,17 @@ void run_nbx(Call& call) {
         check_mpi(MPI_Ibarrier(call.comm.get(), &barrier), "MPI_Ibarrier");
         in_barrier = true;
       }
+    }
+    for (int arrived = 1; arrived;) {
+      MPI_Message message;
+      MPI_Status status;
+      check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
+      if (arrived) receive_matched(call, message, status);
+    }
+    if (in_barrier) {
+      int done = 0;
+      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Ibarrier)");
+      if (done) break;
     }
   }
 }
