@@ -64,6 +64,18 @@ void post_receive(Call& call, int source, std::byte* target, std::size_t bytes, 
 /// then its further pieces. Counts it in the stats.
 void receive_matched(Call& call, MPI_Message message, const MPI_Status& status);
 
+/// A message matched by MPI_Mprobe/MPI_Improbe, not yet received.
+struct Envelope {
+  MPI_Message message;
+  int source;
+  int count;  ///< bytes of its first (here: only) piece
+};
+/// Receives a matched message at once if more pieces follow it (rare);
+/// otherwise keeps its envelope for receive_envelopes(). True if kept.
+bool take_envelope(Call& call, MPI_Message message, const MPI_Status& status, std::vector<Envelope>& envelopes);
+/// Receives all kept envelopes with MPI_Imrecv posted together, then waits.
+void receive_envelopes(Call& call, std::vector<Envelope>& envelopes);
+
 /// Receives `count` messages from unknown sources (MPI_Mprobe on the tag).
 void receive_any(Call& call, std::size_t count);
 

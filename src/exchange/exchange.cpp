@@ -161,13 +161,49 @@ void receive_matched(Call& call, MPI_Message message, const MPI_Status& status) 
   call.stats.bytes_received += bytes;
 }
 
+bool take_envelope(Call& call, MPI_Message message, const MPI_Status& status, std::vector<Envelope>& envelopes) {
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+  if (static_cast<std::size_t>(count) == call.piece) {
+    receive_matched(call, message, status);  // more pieces follow: rare, received at once
+    return false;
+  }
+  envelopes.push_back({message, status.MPI_SOURCE, count});
+  return true;
+}
+
+void receive_envelopes(Call& call, std::vector<Envelope>& envelopes) {
+  if (envelopes.empty()) return;
+  thread_local std::vector<MPI_Request> requests;
+  requests.clear();
+  const std::size_t first = call.into.sources.size();
+  for (const auto& envelope : envelopes)
+    (void)append_message(call.into, envelope.source, static_cast<std::size_t>(envelope.count));
+  for (std::size_t k = 0; k < envelopes.size(); ++k) {
+    MPI_Request request;
+    check_mpi(MPI_Imrecv(call.into.data.data() + call.into.offsets[first + k], envelopes[k].count, MPI_BYTE,
+                         &envelopes[k].message, &request),
+              "MPI_Imrecv");
+    requests.push_back(request);
+    ++call.stats.messages_received;
+    call.stats.bytes_received += static_cast<std::size_t>(envelopes[k].count);
+  }
+  wait_all(requests, "MPI_Waitall");
+  envelopes.clear();
+}
+
 void receive_any(Call& call, std::size_t count) {
+  // Match every envelope first, then receive them all at once: large
+  // messages then arrive concurrently instead of one after another.
+  thread_local std::vector<Envelope> envelopes;
+  envelopes.clear();
   for (std::size_t received = 0; received < count; ++received) {
     MPI_Message message;
     MPI_Status status;
     check_mpi(MPI_Mprobe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &message, &status), "MPI_Mprobe");
-    receive_matched(call, message, status);
+    take_envelope(call, message, status, envelopes);
   }
+  receive_envelopes(call, envelopes);
 }
 
 std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,

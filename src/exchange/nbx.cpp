@@ -13,6 +13,8 @@ void run_nbx(Call& call) {
   auto& requests = request_scratch();
   copy_self(call);
   post_sends(call, /*synchronous=*/true, requests);
+  thread_local std::vector<Envelope> envelopes;
+  envelopes.clear();
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool in_barrier = false;
   for (;;) {
@@ -32,8 +34,9 @@ void run_nbx(Call& call) {
       MPI_Message message;
       MPI_Status status;
       check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
-      if (arrived) receive_matched(call, message, status);
+      if (arrived) take_envelope(call, message, status, envelopes);
     }
+    receive_envelopes(call, envelopes);
     if (in_barrier) {
       int done = 0;
       check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Ibarrier)");
