@@ -1,0 +1,155 @@
+#include <domex/decompose/multisection.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+
+namespace {
+
+using domex::Point;
+
+/// Two dense Plummer-like clumps plus a thin uniform background in [0,1)^3.
+std::vector<Point> clustered(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<Point> points;
+  const Point centres[2] = {{0.3, 0.35, 0.4}, {0.72, 0.6, 0.55}};
+  while (points.size() < count) {
+    const double u = uniform(random);
+    if (u < 0.1) {
+      points.push_back({uniform(random), uniform(random), uniform(random)});
+      continue;
+    }
+    // Plummer radius: r = a / sqrt(X^(-2/3) - 1), cut at 0.25.
+    const double a = u < 0.55 ? 0.03 : 0.06;
+    const double x = std::max(uniform(random), 1e-12);
+    const double r = a / std::sqrt(std::pow(x, -2.0 / 3.0) - 1.0);
+    if (r > 0.25) continue;
+    const double cos_theta = 2 * uniform(random) - 1, phi = 2 * std::numbers::pi * uniform(random);
+    const double s = std::sqrt(1 - cos_theta * cos_theta);
+    const Point& c = centres[u < 0.55 ? 0 : 1];
+    points.push_back({c[0] + r * s * std::cos(phi), c[1] + r * s * std::sin(phi), c[2] + r * cos_theta});
+  }
+  return points;
+}
+
+TEST(Multisection, OwnerAgreesWithBoxesAndCoversTheDomain) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 2, 3}});
+  const auto d = decomposition.divisions();
+  EXPECT_EQ(d[0] * d[1] * d[2], comm.size());
+  std::mt19937_64 random(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int n = 0; n < 2000; ++n) {
+    const Point p{u(random), 2 * u(random), 3 * u(random)};
+    const int owner = decomposition.owner(p);
+    ASSERT_GE(owner, 0);
+    ASSERT_LT(owner, comm.size());
+    EXPECT_TRUE(decomposition.box(owner).contains(p));
+  }
+}
+
+TEST(Multisection, ClusteredParticlesAreBalancedByCount) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const std::uint64_t seed = 2024 + static_cast<std::uint64_t>(comm.rank());
+  if (comm.rank() == 0) std::printf("clustered seed 2024 + rank\n");
+  // All particles start on rank 0: the empty ranks take part with no samples.
+  const auto particles = comm.rank() == 0 ? clustered(4000 * static_cast<std::size_t>(comm.size()), seed)
+                                          : std::vector<Point>{};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});
+  decomposition.rebalance(particles);
+  std::vector<long> counts(static_cast<std::size_t>(comm.size()), 0);
+  for (const auto& p : particles) ++counts[static_cast<std::size_t>(decomposition.owner(p))];
+  comm.allreduce_in_place(std::span<long>(counts), MPI_SUM);
+  const double mean = 4000.0;
+  const double max = static_cast<double>(*std::max_element(counts.begin(), counts.end()));
+  EXPECT_LE(max / mean, 1.05) << "max/mean count " << max / mean;
+}
+
+TEST(Multisection, CostWeightsBalanceCostNotCount) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto particles = clustered(3000, 99 + static_cast<std::uint64_t>(comm.rank()));
+  // Cost grows with x: the domains at large x must hold fewer particles.
+  std::vector<double> cost(particles.size());
+  for (std::size_t i = 0; i < particles.size(); ++i) cost[i] = 1.0 + 4.0 * particles[i][0];
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});
+  decomposition.rebalance(particles, cost);
+  std::vector<double> per_rank(static_cast<std::size_t>(comm.size()), 0);
+  for (std::size_t i = 0; i < particles.size(); ++i)
+    per_rank[static_cast<std::size_t>(decomposition.owner(particles[i]))] += cost[i];
+  comm.allreduce_in_place(std::span<double>(per_rank), MPI_SUM);
+  double total = 0;
+  for (double c : per_rank) total += c;
+  const double max = *std::max_element(per_rank.begin(), per_rank.end());
+  EXPECT_LE(max / (total / comm.size()), 1.05);
+}
+
+TEST(Multisection, SampledCutsStayCloseToBalanced) {
+  // More particles than the sample budget: cuts come from samples drawn in
+  // proportion to each rank's cost (seed 12345), and balance is statistical.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto particles = clustered(20000, 5 + static_cast<std::uint64_t>(comm.rank()));
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.samples = 8192});
+  decomposition.rebalance(particles);
+  std::vector<long> counts(static_cast<std::size_t>(comm.size()), 0);
+  for (const auto& p : particles) ++counts[static_cast<std::size_t>(decomposition.owner(p))];
+  comm.allreduce_in_place(std::span<long>(counts), MPI_SUM);
+  const double max = static_cast<double>(*std::max_element(counts.begin(), counts.end()));
+  EXPECT_LE(max / 20000.0, 1.25);
+}
+
+TEST(Multisection, PeriodicAxesWrapAndNeighboursAreSymmetric) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, false}});
+  EXPECT_EQ(decomposition.owner({1.25, -0.5, 0.5}), decomposition.owner({0.25, 0.5, 0.5}));
+  EXPECT_THROW((void)decomposition.owner({0.5, 0.5, 1.5}), domex::Error);  // z is not periodic
+  EXPECT_THROW((void)decomposition.owner({NAN, 0.5, 0.5}), domex::Error);
+  for (int r = 0; r < comm.size(); ++r)
+    for (int n : decomposition.neighbours_of(r)) {
+      const auto back = decomposition.neighbours_of(n);
+      EXPECT_TRUE(std::binary_search(back.begin(), back.end(), r)) << r << " -> " << n;
+    }
+}
+
+TEST(Multisection, CylindricalSectionsWrapInPhi) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection ring(comm, {{1.0, 0, -0.1}, {2.0, 0, 0.1}}, {.geometry = domex::Geometry::cylindrical});
+  // A ring of particles: r in [1, 2), all phi.
+  std::vector<Point> particles;
+  std::mt19937_64 random(11 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int n = 0; n < 2000; ++n) {
+    const double r = 1 + u(random), phi = 2 * std::numbers::pi * u(random);
+    particles.push_back({r * std::cos(phi), r * std::sin(phi), 0.2 * u(random) - 0.1});
+  }
+  ring.rebalance(particles);
+  std::vector<long> counts(static_cast<std::size_t>(comm.size()), 0);
+  for (const auto& p : particles) {
+    const int owner = ring.owner(p);
+    ++counts[static_cast<std::size_t>(owner)];
+    EXPECT_TRUE(ring.box(owner).contains(ring.coordinates(p)));
+  }
+  comm.allreduce_in_place(std::span<long>(counts), MPI_SUM);
+  EXPECT_LE(static_cast<double>(*std::max_element(counts.begin(), counts.end())) / 2000.0, 1.05);
+  // Just below phi = 0 is phi = 2 pi - epsilon: the last section in phi.
+  const Point below{1.5, -1e-9, 0};
+  EXPECT_GT(ring.coordinates(below)[1], 6.28);
+  EXPECT_TRUE(ring.box(ring.owner(below)).contains(ring.coordinates(below)));
+}
+
+TEST(Multisection, BadInputNamesTheProblem) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  EXPECT_THROW(domex::Multisection(comm, {{0, 0, 0}, {0, 1, 1}}), domex::Error);
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});
+  try {
+    (void)decomposition.owner({0.5, 2.0, 0.5});
+    FAIL();
+  } catch (const domex::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("outside the domain"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace

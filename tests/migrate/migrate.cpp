@@ -1,0 +1,208 @@
+#include <domex/migrate/migrate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+
+namespace {
+
+using domex::Point;
+
+struct Particle {
+  Point x;
+  Point v;
+  double mass;
+  std::uint64_t id;
+};
+
+double wrap01(double x) { return x - std::floor(x); }
+
+/// The mass a particle is born with: a function of its id, so that every
+/// particle can be checked after any number of moves.
+double mass_of(std::uint64_t id) { return 1.0 + static_cast<double>(id % 97) / 7.0; }
+
+/// Sum of the fields that never change (id and mass) as bit patterns, so any
+/// corrupted byte shows.
+std::uint64_t checksum(const Particle& p) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &p.mass, sizeof bits);
+  return p.id * 0x9E3779B97F4A7C15ull + bits;
+}
+
+struct Totals {
+  unsigned long long count = 0, id_sum = 0, checksum = 0;
+};
+
+Totals totals(const domex::Comm& comm, const std::vector<Particle>& particles) {
+  unsigned long long local[3] = {particles.size(), 0, 0};
+  for (const auto& p : particles) {
+    local[1] += p.id;
+    local[2] += checksum(p);
+  }
+  comm.allreduce_in_place(std::span<unsigned long long>(local), MPI_SUM);
+  return {local[0], local[1], local[2]};
+}
+
+std::vector<Point> positions_of(const std::vector<Particle>& particles) {
+  std::vector<Point> positions;
+  for (const auto& p : particles) positions.push_back(p.x);
+  return positions;
+}
+
+TEST(Migrate, ConservesEverythingOverAThousandStepsWithRebalancing) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const std::uint64_t seed = 31;
+  if (comm.rank() == 0) std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  // All particles start on rank 0: the first step scatters them.
+  std::vector<Particle> particles;
+  if (comm.rank() == 0)
+    for (std::uint64_t i = 0; i < 300 * static_cast<std::uint64_t>(comm.size()); ++i)
+      particles.push_back({{u(random), u(random), u(random)}, {0, 0, 0}, mass_of(i + 1), i + 1});
+  const Totals before = totals(comm, particles);
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, true}});
+  const double step = 0.004;
+  for (int t = 0; t < 1000; ++t) {
+    if (t % 10 == 0) decomposition.rebalance(positions_of(particles));
+    for (auto& p : particles)  // move, and keep velocity as the last displacement
+      for (int a = 0; a < 3; ++a) {
+        p.v[a] = step * (2 * u(random) - 1);
+        p.x[a] = wrap01(p.x[a] + p.v[a]);
+      }
+    domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+    domex::migrate(plan, particles);
+  }
+  const Totals after = totals(comm, particles);
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.id_sum, before.id_sum);
+  EXPECT_EQ(after.checksum, before.checksum);
+  for (const auto& p : particles) {
+    ASSERT_EQ(decomposition.owner(p.x), comm.rank());
+    ASSERT_EQ(p.mass, mass_of(p.id));
+    // The last move travelled with the particle: x - v is where it came from.
+    for (int a = 0; a < 3; ++a) ASSERT_LE(std::abs(p.v[a]), step);
+  }
+  // No id duplicated or lost: gather them all.
+  std::vector<std::uint64_t> ids;
+  for (const auto& p : particles) ids.push_back(p.id);
+  auto all = comm.allgatherv<std::uint64_t>(ids);
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), before.count);
+  for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i + 1);
+}
+
+TEST(Migrate, SmallMovesTalkOnlyToGeometricNeighbours) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  std::mt19937_64 random(77 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double step = 0.01;
+  // Neighbours: every domain within one step of this rank's box.
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}},
+                                    {.periodic = {true, true, true}, .neighbour_margin = step});
+  std::vector<Particle> particles;
+  for (std::uint64_t i = 0; i < 500; ++i) {
+    const Point x{u(random), u(random), u(random)};
+    particles.push_back({x, {0, 0, 0}, 1, i});
+  }
+  decomposition.rebalance(positions_of(particles));
+  {
+    domex::MigrationPlan settle(comm, decomposition, positions_of(particles));
+    domex::migrate(settle, particles);
+  }
+  for (int t = 0; t < 20; ++t) {
+    for (auto& p : particles)
+      for (int a = 0; a < 3; ++a) p.x[a] = wrap01(p.x[a] + step * (2 * u(random) - 1));
+    domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+    ASSERT_TRUE(plan.neighbour_path());
+    domex::migrate(plan, particles);
+    const auto& neighbours = decomposition.neighbours();
+    for (int rank : plan.contacted())
+      EXPECT_TRUE(std::binary_search(neighbours.begin(), neighbours.end(), rank)) << "contacted " << rank;
+    EXPECT_LE(plan.stats().messages_sent, neighbours.size());
+  }
+  for (const auto& p : particles) ASSERT_EQ(decomposition.owner(p.x), comm.rank());
+}
+
+TEST(Migrate, AFarJumpTakesTheGeneralPathAndStillArrives) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  // Ranks on a line; neighbours are rank +- 1. Rank 0 sends one particle to
+  // the last rank, which is no neighbour of it when P > 3.
+  const int p = comm.size(), rank = comm.rank();
+  std::vector<int> neighbours;
+  if (rank > 0) neighbours.push_back(rank - 1);
+  if (rank + 1 < p) neighbours.push_back(rank + 1);
+  std::vector<Particle> particles{{{0, 0, 0}, {0, 0, 0}, 1, static_cast<std::uint64_t>(rank)}};
+  std::vector<int> destinations{rank == 0 ? p - 1 : rank};
+  domex::MigrationPlan plan(comm, destinations, neighbours);
+  EXPECT_EQ(plan.neighbour_path(), p <= 2);
+  domex::migrate(plan, particles);
+  const std::size_t expected = rank == p - 1 ? (p > 1 ? 2 : 1) : (rank == 0 ? 0 : 1);
+  ASSERT_EQ(particles.size(), expected);
+  if (rank == p - 1 && p > 1) {
+    EXPECT_EQ(particles.back().id, 0u);
+  }
+}
+
+TEST(Migrate, StructureOfArraysMoveTogether) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  // Every rank sends every other element to the next rank (ring neighbours).
+  const int p = comm.size(), rank = comm.rank();
+  std::vector<int> ids, destinations;
+  std::vector<double> values;
+  std::vector<float> weights;
+  for (int i = 0; i < 10; ++i) {
+    ids.push_back(rank * 100 + i);
+    values.push_back(rank * 100.0 + i + 0.5);
+    weights.push_back(static_cast<float>(i));
+    destinations.push_back(i % 2 ? (rank + 1) % p : rank);
+  }
+  domex::MigrationPlan plan(comm, destinations, {(rank + 1) % p, (rank + p - 1) % p});
+  ASSERT_TRUE(plan.neighbour_path());
+  domex::migrate(plan, ids, values, weights);
+  ASSERT_EQ(ids.size(), 10u);
+  ASSERT_EQ(values.size(), 10u);
+  ASSERT_EQ(weights.size(), 10u);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_DOUBLE_EQ(values[i], ids[i] + 0.5);
+    EXPECT_FLOAT_EQ(weights[i], static_cast<float>(ids[i] % 100));
+  }
+  const int from = (rank + p - 1) % p;
+  for (std::size_t i = 5; i < 10; ++i) EXPECT_EQ(ids[i] / 100, from);
+}
+
+TEST(Migrate, InvalidPositionFailsOnEveryRankAndNamesTheParticle) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});  // nothing periodic
+  std::vector<Point> positions{{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}};
+  const int bad = comm.size() - 1;
+  if (comm.rank() == bad) positions[1] = {0.5, 1.5, 0.5};
+  try {
+    domex::MigrationPlan plan(comm, decomposition, positions);
+    FAIL() << "no error";
+  } catch (const domex::Error& error) {
+    const std::string what = error.what();
+    if (comm.rank() == bad) {
+      EXPECT_NE(what.find("particle 1"), std::string::npos) << what;
+      EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
+    } else {
+      EXPECT_NE(what.find("another rank"), std::string::npos) << what;
+    }
+  }
+  std::vector<Point> nan_position{{NAN, 0.5, 0.5}};
+  EXPECT_THROW(domex::MigrationPlan(comm, decomposition, nan_position), domex::Error);
+}
+
+TEST(Migrate, EmptyRanksAndNoParticles) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});
+  std::vector<Particle> particles;
+  domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+  domex::migrate(plan, particles);
+  EXPECT_TRUE(particles.empty());
+}
+
+}  // namespace
