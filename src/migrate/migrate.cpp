@@ -7,21 +7,6 @@
 
 namespace domex {
 
-MigrationPlan::MigrationPlan(Comm& comm, const Multisection& decomposition, std::span<const Point> positions,
-                             MigrationOptions options)
-    : comm_(&comm), options_(options), neighbours_(decomposition.neighbours()) {
-  destination_.resize(positions.size());
-  int invalid = -1;
-  for (std::size_t i = 0; i < positions.size(); ++i) {
-    destination_[i] = decomposition.try_owner(positions[i]);
-    if (destination_[i] < 0 && invalid < 0) {
-      invalid = static_cast<int>(i);
-      invalid_position_ = positions[i];
-    }
-  }
-  finish_setup(invalid);
-}
-
 MigrationPlan::MigrationPlan(Comm& comm, std::vector<int> destinations, std::vector<int> neighbours,
                              MigrationOptions options)
     : comm_(&comm), options_(options), destination_(std::move(destinations)), neighbours_(std::move(neighbours)) {

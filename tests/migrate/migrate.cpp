@@ -1,3 +1,4 @@
+#include <domex/decompose/buckets.hpp>
 #include <domex/migrate/migrate.hpp>
 
 #include <gtest/gtest.h>
@@ -194,6 +195,28 @@ TEST(Migrate, InvalidPositionFailsOnEveryRankAndNamesTheParticle) {
   }
   std::vector<Point> nan_position{{NAN, 0.5, 0.5}};
   EXPECT_THROW(domex::MigrationPlan(comm, decomposition, nan_position), domex::Error);
+}
+
+TEST(Migrate, WorksWithBucketDecomposition) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::BucketDecomposition buckets(comm, {{0, 0, 0}, {1, 1, 1}}, {.buckets = {8, 8, 8}, .periodic = {true, true, true}});
+  std::mt19937_64 random(5 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<Particle> particles;
+  for (std::uint64_t i = 0; i < 400; ++i)
+    particles.push_back({{u(random), u(random), u(random)}, {0, 0, 0}, mass_of(i), i + 1000 * static_cast<std::uint64_t>(comm.rank())});
+  const Totals before = totals(comm, particles);
+  for (int t = 0; t < 50; ++t) {
+    if (t % 10 == 0) buckets.rebalance(positions_of(particles));
+    for (auto& p : particles)
+      for (int a = 0; a < 3; ++a) p.x[a] = wrap01(p.x[a] + 0.02 * (2 * u(random) - 1));
+    domex::MigrationPlan plan(comm, buckets, positions_of(particles));
+    domex::migrate(plan, particles);
+  }
+  const Totals after = totals(comm, particles);
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.checksum, before.checksum);
+  for (const auto& p : particles) ASSERT_EQ(buckets.owner(p.x), comm.rank());
 }
 
 TEST(Migrate, EmptyRanksAndNoParticles) {

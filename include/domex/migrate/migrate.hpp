@@ -31,12 +31,26 @@ struct MigrationOptions {
 /// neighbour list, and invalid positions on any rank.
 class MigrationPlan {
  public:
-  /// Destinations from a decomposition: owner(position) of every particle.
-  /// Throws domex::Error on every rank if a position is NaN or outside a
-  /// non-periodic axis on some rank; the rank that holds it names the
-  /// particle index and its position.
-  MigrationPlan(Comm& comm, const Multisection& decomposition, std::span<const Point> positions,
-                MigrationOptions options = {});
+  /// Destinations from a decomposition (Multisection, BucketDecomposition:
+  /// anything with try_owner(Point) and neighbours()): the owner of every
+  /// particle's position. Throws domex::Error on every rank if a position is
+  /// NaN or outside a non-periodic axis on some rank; the rank that holds it
+  /// names the particle index and its position.
+  template <class Decomposition>
+  MigrationPlan(Comm& comm, const Decomposition& decomposition, std::span<const Point> positions,
+                MigrationOptions options = {})
+      : comm_(&comm), options_(options), neighbours_(decomposition.neighbours()) {
+    destination_.resize(positions.size());
+    int invalid = -1;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      destination_[i] = decomposition.try_owner(positions[i]);
+      if (destination_[i] < 0 && invalid < 0) {
+        invalid = static_cast<int>(i);
+        invalid_position_ = positions[i];
+      }
+    }
+    finish_setup(invalid);
+  }
   /// Destinations given directly (rank per particle), with the ranks this
   /// rank may exchange with on the neighbour path. The neighbour relation
   /// must be symmetric.

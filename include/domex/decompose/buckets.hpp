@@ -1,0 +1,56 @@
+#pragma once
+// Bucket (cell) decomposition for MPS/SPH-style codes: space cut into uniform
+// buckets; contiguous runs of buckets along a Morton (Z-order) curve go to
+// the ranks, balanced by measured cost.
+
+#include <domex/comm/comm.hpp>
+#include <domex/decompose/box.hpp>
+
+#include <array>
+#include <span>
+#include <vector>
+
+namespace domex {
+
+struct BucketOptions {
+  std::array<int, 3> buckets{16, 16, 16};  ///< buckets per axis
+  std::array<bool, 3> periodic{false, false, false};
+};
+
+/// Every rank holds the same assignment of buckets to ranks.
+class BucketDecomposition {
+ public:
+  /// Collective. Starts with equal bucket counts per rank along the curve.
+  BucketDecomposition(const Comm& comm, Box domain, BucketOptions options = {});
+
+  /// Collective: one MPI_Allreduce of the per-bucket cost (O(buckets) data),
+  /// then each rank takes a contiguous run of the curve holding 1/P of the
+  /// total cost (cost 1 per particle when `weights` is empty).
+  void rebalance(std::span<const Point> positions, std::span<const double> weights = {});
+
+  /// Bucket index (x fastest) of a position, or -1 for NaN / outside a
+  /// non-periodic axis.
+  [[nodiscard]] int bucket_of(const Point& position) const noexcept;
+  /// Owner of a position, -1 for NaN / outside a non-periodic axis.
+  [[nodiscard]] int try_owner(const Point& position) const noexcept;
+  /// Owner of a position; throws domex::Error naming it when invalid.
+  [[nodiscard]] int owner(const Point& position) const;
+  [[nodiscard]] int owner_of_bucket(int bucket) const { return owner_[static_cast<std::size_t>(bucket)]; }
+  /// Ranks owning a bucket next to one of this rank's (26 directions,
+  /// periodic wrap), ascending, self excluded.
+  [[nodiscard]] const std::vector<int>& neighbours() const noexcept { return neighbours_; }
+  /// The buckets of `rank`, in curve order.
+  [[nodiscard]] std::vector<int> buckets_of(int rank) const;
+  [[nodiscard]] int bucket_count() const noexcept { return static_cast<int>(owner_.size()); }
+
+ private:
+  void assign(std::span<const double> cost);
+  const Comm* comm_;
+  Box domain_;
+  BucketOptions options_;
+  std::vector<int> curve_;  ///< bucket indices in Morton order
+  std::vector<int> owner_;  ///< rank per bucket
+  std::vector<int> neighbours_;
+};
+
+}  // namespace domex
