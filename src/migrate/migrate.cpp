@@ -82,60 +82,50 @@ std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> re
   contacted_.clear();
   if (neighbour_path_) {
     // Neighbour-only path: the neighbour relation is symmetric, so each rank
-    // knows exactly whom to expect from; counts first, then records. No rank
-    // outside the neighbour list is touched.
+    // knows exactly whom to expect from. One message to every neighbour,
+    // empty if no particle goes there: its size is the count, so there is
+    // one round, and no rank outside the neighbour list is touched.
     stats_.algorithm = Algorithm::automatic;
     const int tag = comm_->next_tag();
     const std::size_t n = neighbours_.size();
-    std::vector<std::uint64_t> send_counts(n, 0), receive_counts(n, 0);
-    for (std::size_t m = 0; m < ranks.size(); ++m) {
-      const auto k = static_cast<std::size_t>(std::lower_bound(neighbours_.begin(), neighbours_.end(), ranks[m]) -
-                                              neighbours_.begin());
-      send_counts[k] = offsets[m + 1] - offsets[m];
-    }
-    std::vector<std::size_t> send_at(n, 0);
-    for (std::size_t m = 0; m < ranks.size(); ++m)
-      send_at[static_cast<std::size_t>(std::lower_bound(neighbours_.begin(), neighbours_.end(), ranks[m]) -
-                                       neighbours_.begin())] = offsets[m];
     std::vector<MPI_Request> requests;
-    requests.reserve(4 * n);
+    requests.reserve(2 * n);
+    std::size_t m = 0;
     for (std::size_t k = 0; k < n; ++k) {
+      const std::byte* data = outgoing.data();
+      std::size_t bytes = 0;
+      if (m < ranks.size() && ranks[m] == neighbours_[k]) {
+        data += offsets[m];
+        bytes = offsets[m + 1] - offsets[m];
+        ++m;
+        ++stats_.messages_sent;
+        stats_.bytes_sent += bytes;
+      }
+      if (bytes > static_cast<std::size_t>(INT32_MAX)) fail("migrate", "more than INT_MAX bytes to one neighbour");
       MPI_Request request;
-      check_mpi(MPI_Irecv(&receive_counts[k], 1, MPI_UINT64_T, neighbours_[k], tag, comm_->get(), &request),
-                "MPI_Irecv");
-      requests.push_back(request);
-      check_mpi(MPI_Isend(&send_counts[k], 1, MPI_UINT64_T, neighbours_[k], tag, comm_->get(), &request),
+      check_mpi(MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, neighbours_[k], tag, comm_->get(), &request),
                 "MPI_Isend");
       requests.push_back(request);
     }
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-    requests.clear();
+    std::vector<MPI_Message> messages(n);
+    std::vector<int> counts(n);
     std::size_t total = 0;
-    for (auto c : receive_counts) total += c;
-    const std::size_t kept = result.size();
-    result.resize(kept + total);
-    std::size_t at = kept;
-    const int data_tag = comm_->next_tag();
     for (std::size_t k = 0; k < n; ++k) {
-      if (receive_counts[k] > static_cast<std::uint64_t>(INT32_MAX) || send_counts[k] > static_cast<std::uint64_t>(INT32_MAX))
-        fail("migrate", "more than INT_MAX bytes to one neighbour");
+      MPI_Status status;
+      check_mpi(MPI_Mprobe(neighbours_[k], tag, comm_->get(), &messages[k], &status), "MPI_Mprobe");
+      check_mpi(MPI_Get_count(&status, MPI_BYTE, &counts[k]), "MPI_Get_count");
+      total += static_cast<std::size_t>(counts[k]);
+    }
+    std::size_t at = result.size();
+    result.resize(at + total);
+    for (std::size_t k = 0; k < n; ++k) {
       MPI_Request request;
-      if (receive_counts[k]) {
-        check_mpi(MPI_Irecv(result.data() + at, static_cast<int>(receive_counts[k]), MPI_BYTE, neighbours_[k],
-                            data_tag, comm_->get(), &request),
-                  "MPI_Irecv");
-        requests.push_back(request);
-        at += receive_counts[k];
+      check_mpi(MPI_Imrecv(result.data() + at, counts[k], MPI_BYTE, &messages[k], &request), "MPI_Imrecv");
+      requests.push_back(request);
+      at += static_cast<std::size_t>(counts[k]);
+      if (counts[k]) {
         ++stats_.messages_received;
-        stats_.bytes_received += receive_counts[k];
-      }
-      if (send_counts[k]) {
-        check_mpi(MPI_Isend(outgoing.data() + send_at[k], static_cast<int>(send_counts[k]), MPI_BYTE, neighbours_[k],
-                            data_tag, comm_->get(), &request),
-                  "MPI_Isend");
-        requests.push_back(request);
-        ++stats_.messages_sent;
-        stats_.bytes_sent += send_counts[k];
+        stats_.bytes_received += static_cast<std::size_t>(counts[k]);
       }
     }
     check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
