@@ -1,0 +1,439 @@
+#include <domex/exchange/cost_model.hpp>
+#include <domex/halo/halo.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <limits>
+
+namespace domex {
+
+const char* to_string(Stencil stencil) noexcept { return stencil == Stencil::full ? "full" : "faces"; }
+
+const char* to_string(HaloMethod method) noexcept {
+  switch (method) {
+    case HaloMethod::plan: return "plan";
+    case HaloMethod::neighbor_alltoallv: return "neighbor_alltoallv";
+    case HaloMethod::naive: return "naive";
+  }
+  return "?";
+}
+
+namespace {
+
+using Direction = std::array<int, 3>;
+
+/// Directions numbered 0..25 in lexicographic (dz, dy, dx) order without
+/// (0, 0, 0), so that the opposite of direction d is 25 - d: the tag of a
+/// message is the sender's direction, and the receiver expects 25 - its own.
+constexpr int direction_index(Direction d) noexcept {
+  const int full = (d[2] + 1) * 9 + (d[1] + 1) * 3 + (d[0] + 1);
+  return full < 13 ? full : full - 1;
+}
+
+/// Cells [begin, end) per axis, in local coordinates (owned cells at [0, n)).
+struct Region {
+  std::array<long, 3> begin{}, end{};
+  [[nodiscard]] std::size_t cells() const noexcept {
+    std::size_t count = 1;
+    for (int a = 0; a < 3; ++a) count *= static_cast<std::size_t>(end[a] - begin[a]);
+    return count;
+  }
+};
+
+/// One direction of one round: what goes to the neighbour there, and where
+/// the ghosts that neighbour sends back land.
+struct Transfer {
+  Direction direction{};
+  int rank = -1;  ///< neighbour in `direction`, -1: none (non-periodic boundary)
+  Region send, recv;
+  std::size_t send_offset = 0, recv_offset = 0;  ///< bytes into the round's buffers
+  [[nodiscard]] int send_tag() const noexcept { return direction_index(direction); }
+  [[nodiscard]] int recv_tag() const noexcept { return 25 - direction_index(direction); }
+};
+
+struct Round {
+  std::vector<Transfer> transfers;
+};
+
+/// The transfers of a plan. full: one round of 26 directions, regions span
+/// the owned range on the axes a direction does not cross. faces: rounds x,
+/// y, z of 2 directions each; a round's regions include the ghosts of the
+/// earlier rounds' axes (on sides that have neighbours), which relays edges
+/// and corners.
+std::vector<Round> build_rounds(const CartesianGrid& grid, int depth, Stencil stencil) {
+  const auto n = grid.local_cells();
+  const long d = depth;
+  std::array<bool, 3> low{}, high{};  // a neighbour below / above on this axis
+  for (int a = 0; a < 3; ++a) {
+    Direction down{}, up{};
+    down[a] = -1;
+    up[a] = 1;
+    low[a] = grid.neighbour(down) >= 0;
+    high[a] = grid.neighbour(up) >= 0;
+  }
+  auto make = [&](Direction dir, int round_axis) {
+    Transfer t;
+    t.direction = dir;
+    t.rank = grid.neighbour(dir);
+    for (int a = 0; a < 3; ++a) {
+      const long size = static_cast<long>(n[a]);
+      if (dir[a] < 0) {
+        t.send.begin[a] = 0, t.send.end[a] = d;
+        t.recv.begin[a] = -d, t.recv.end[a] = 0;
+      } else if (dir[a] > 0) {
+        t.send.begin[a] = size - d, t.send.end[a] = size;
+        t.recv.begin[a] = size, t.recv.end[a] = size + d;
+      } else {
+        // Axes done in an earlier round (faces only) carry their ghosts along.
+        const bool relayed = a < round_axis;
+        t.send.begin[a] = t.recv.begin[a] = relayed && low[a] ? -d : 0;
+        t.send.end[a] = t.recv.end[a] = relayed && high[a] ? size + d : size;
+      }
+    }
+    return t;
+  };
+  std::vector<Round> rounds;
+  if (stencil == Stencil::full) {
+    Round round;
+    for (int dz = -1; dz <= 1; ++dz)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx)
+          if (dx || dy || dz) round.transfers.push_back(make({dx, dy, dz}, 0));
+    rounds.push_back(std::move(round));
+  } else {
+    for (int a = 0; a < 3; ++a) {
+      Round round;
+      Direction down{}, up{};
+      down[a] = -1;
+      up[a] = 1;
+      round.transfers.push_back(make(down, a));
+      round.transfers.push_back(make(up, a));
+      rounds.push_back(std::move(round));
+    }
+  }
+  return rounds;
+}
+
+/// Copies the cells of `region` of one field between the array and a packed
+/// buffer, one x-run at a time.
+template <bool Pack>
+std::byte* copy_region(const HaloPlan& plan, const HaloPlan::FieldView& field, const Region& region,
+                       std::byte* packed) {
+  const std::size_t es = field.element_size;
+  const std::size_t run = static_cast<std::size_t>(region.end[0] - region.begin[0]) * es;
+  for (long k = region.begin[2]; k < region.end[2]; ++k)
+    for (long j = region.begin[1]; j < region.end[1]; ++j) {
+      std::byte* cells = field.data + plan.index(region.begin[0], j, k) * es;
+      if constexpr (Pack) std::memcpy(packed, cells, run);
+      else std::memcpy(cells, packed, run);
+      packed += run;
+    }
+  return packed;
+}
+
+}  // namespace
+
+struct HaloPlan::State {
+  explicit State(const Comm& grid_comm) : comm(grid_comm.get()) {}
+  ~State() { free_requests(); }
+
+  Comm comm;  ///< our own duplicate: plans never match each other's messages
+  std::vector<Round> rounds;
+  std::vector<Comm> graphs;  ///< neighbor_alltoallv: one graph communicator per round
+  /// Per round: the buffers and persistent requests of the current fields.
+  struct Buffers {
+    std::vector<std::byte> send, recv;
+    std::vector<MPI_Request> requests;
+  };
+  std::vector<Buffers> buffers;
+  std::vector<std::size_t> signature;  ///< element sizes the buffers are laid out for
+  std::vector<FieldView> fields;       ///< of the exchange in progress
+  bool active = false;
+
+  void free_requests() noexcept {
+    for (auto& round : buffers)
+      for (auto& request : round.requests)
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  }
+};
+
+HaloPlan::HaloPlan(const CartesianGrid& grid, HaloOptions options)
+    : grid_(&grid), options_(options), state_(std::make_unique<State>(grid.comm())) {
+  const auto n = grid.local_cells();
+  // Checked on every rank and agreed on, so a bad depth throws everywhere
+  // instead of leaving the other ranks waiting for messages.
+  std::string problem;
+  if (options.depth < 1) problem = fmt::format("depth {} < 1", options.depth);
+  for (int a = 0; a < 3 && problem.empty(); ++a) {
+    Direction down{}, up{};
+    down[a] = -1;
+    up[a] = 1;
+    const bool has_neighbour = grid.neighbour(down) >= 0 || grid.neighbour(up) >= 0;
+    if (has_neighbour && n[a] < static_cast<std::size_t>(options.depth))
+      problem = fmt::format("depth {} exceeds the {} cells this rank owns on axis {}", options.depth, n[a], "xyz"[a]);
+  }
+  if (grid.comm().allreduce(problem.empty() ? 0 : 1, MPI_MAX))
+    fail("HaloPlan", problem.empty() ? fmt::format("depth {} is too large for the cells some rank owns", options.depth)
+                                     : problem);
+  for (int a = 0; a < 3; ++a) extent_[a] = n[a] + 2 * static_cast<std::size_t>(options.depth);
+  state_->rounds = build_rounds(grid, options.depth, options.stencil);
+  state_->buffers.resize(state_->rounds.size());
+
+  if (options.method == HaloMethod::neighbor_alltoallv) {
+    for (const Round& round : state_->rounds) {
+      // Sources in order of the tag they send with: between one pair of
+      // ranks the k-th block sent matches the k-th edge received.
+      std::vector<const Transfer*> receives;
+      std::vector<int> destinations;
+      for (const Transfer& t : round.transfers)
+        if (t.rank >= 0) {
+          destinations.push_back(t.rank);
+          receives.push_back(&t);
+        }
+      std::sort(receives.begin(), receives.end(),
+                [](const Transfer* x, const Transfer* y) { return x->recv_tag() < y->recv_tag(); });
+      std::vector<int> sources;
+      for (const Transfer* t : receives) sources.push_back(t->rank);
+      MPI_Comm graph = MPI_COMM_NULL;
+      check_mpi(MPI_Dist_graph_create_adjacent(state_->comm.get(), static_cast<int>(sources.size()), sources.data(),
+                                               MPI_UNWEIGHTED, static_cast<int>(destinations.size()),
+                                               destinations.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &graph),
+                "MPI_Dist_graph_create_adjacent");
+      state_->graphs.push_back(Comm::adopt(graph));
+    }
+  }
+}
+
+HaloPlan::HaloPlan(HaloPlan&&) noexcept = default;
+HaloPlan& HaloPlan::operator=(HaloPlan&&) noexcept = default;
+HaloPlan::~HaloPlan() = default;
+
+std::size_t HaloPlan::messages_per_exchange(std::size_t fields) const noexcept {
+  std::size_t messages = 0;
+  for (const Round& round : state_->rounds)
+    for (const Transfer& t : round.transfers) messages += t.rank >= 0 ? 1 : 0;
+  return options_.method == HaloMethod::naive ? messages * fields : messages;
+}
+
+std::size_t HaloPlan::bytes_per_exchange(std::size_t bytes_per_cell) const noexcept {
+  std::size_t cells = 0;
+  for (const Round& round : state_->rounds)
+    for (const Transfer& t : round.transfers) cells += t.rank >= 0 ? t.send.cells() : 0;
+  return cells * bytes_per_cell;
+}
+
+std::size_t HaloPlan::neighbour_ranks() const noexcept {
+  std::vector<int> ranks;
+  for (const Round& round : state_->rounds)
+    for (const Transfer& t : round.transfers)
+      if (t.rank >= 0) ranks.push_back(t.rank);
+  std::sort(ranks.begin(), ranks.end());
+  return static_cast<std::size_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin());
+}
+
+namespace {
+
+/// Lays out the round's buffers for fields of `bytes_per_cell` bytes per cell.
+void lay_out(Round& round, std::size_t bytes_per_cell, std::size_t& send_bytes, std::size_t& recv_bytes) {
+  send_bytes = recv_bytes = 0;
+  for (Transfer& t : round.transfers) {
+    if (t.rank < 0) continue;
+    t.send_offset = send_bytes;
+    t.recv_offset = recv_bytes;
+    send_bytes += t.send.cells() * bytes_per_cell;
+    recv_bytes += t.recv.cells() * bytes_per_cell;
+  }
+}
+
+int checked_int(std::size_t bytes, const char* what) {
+  if (bytes > static_cast<std::size_t>(INT_MAX))
+    fail("HaloPlan", fmt::format("{} of {} bytes exceeds INT_MAX: use fewer fields or a smaller depth", what, bytes));
+  return static_cast<int>(bytes);
+}
+
+}  // namespace
+
+void HaloPlan::begin_views(std::span<const FieldView> fields) {
+  State& s = *state_;
+  if (s.active) fail("HaloPlan::begin", "an exchange is already in progress: call finish() first");
+  std::vector<std::size_t> signature;
+  std::size_t bytes_per_cell = 0;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f].elements != cells())
+      fail("HaloPlan::begin", fmt::format("field {} has {} elements, the plan needs cells() = {}", f,
+                                          fields[f].elements, cells()));
+    signature.push_back(fields[f].element_size);
+    bytes_per_cell += fields[f].element_size;
+  }
+  s.fields.assign(fields.begin(), fields.end());
+
+  if (signature != s.signature) {
+    // New field types: new buffers and, for the plan, new persistent requests
+    // (reused by every later exchange of the same kinds of fields).
+    s.free_requests();
+    for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+      auto& buffers = s.buffers[r];
+      std::size_t send_bytes = 0, recv_bytes = 0;
+      lay_out(s.rounds[r], bytes_per_cell, send_bytes, recv_bytes);
+      buffers.send.assign(send_bytes, std::byte{});
+      buffers.recv.assign(recv_bytes, std::byte{});
+      buffers.requests.clear();
+      if (options_.method != HaloMethod::plan) continue;
+      for (const Transfer& t : s.rounds[r].transfers) {
+        if (t.rank < 0) continue;
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Recv_init(buffers.recv.data() + t.recv_offset,
+                                checked_int(t.recv.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
+                                t.recv_tag(), s.comm.get(), &request),
+                  "MPI_Recv_init");
+        buffers.requests.push_back(request);
+      }
+      for (const Transfer& t : s.rounds[r].transfers) {
+        if (t.rank < 0) continue;
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Send_init(buffers.send.data() + t.send_offset,
+                                checked_int(t.send.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
+                                t.send_tag(), s.comm.get(), &request),
+                  "MPI_Send_init");
+        buffers.requests.push_back(request);
+      }
+    }
+    s.signature = std::move(signature);
+  }
+  s.active = true;
+  start_round(0);
+}
+
+void HaloPlan::start_round(std::size_t r) {
+  State& s = *state_;
+  Round& round = s.rounds[r];
+  auto& buffers = s.buffers[r];
+  if (options_.method == HaloMethod::naive) {
+    // One blocking MPI_Sendrecv per field per direction: sends towards d,
+    // receives what the neighbour at -d sends towards d.
+    std::vector<std::byte> send, recv;
+    for (const FieldView& field : s.fields)
+      for (const Transfer& t : round.transfers) {
+        const Transfer* opposite = nullptr;
+        for (const Transfer& o : round.transfers)
+          if (o.send_tag() == t.recv_tag()) opposite = &o;
+        const bool sends = t.rank >= 0, receives = opposite->rank >= 0;
+        if (!sends && !receives) continue;
+        send.resize(sends ? t.send.cells() * field.element_size : 0);
+        recv.resize(receives ? opposite->recv.cells() * field.element_size : 0);
+        if (sends) copy_region<true>(*this, field, t.send, send.data());
+        check_mpi(MPI_Sendrecv(send.data(), checked_int(send.size(), "a message"), MPI_BYTE,
+                               sends ? t.rank : MPI_PROC_NULL, t.send_tag(), recv.data(),
+                               checked_int(recv.size(), "a message"), MPI_BYTE,
+                               receives ? opposite->rank : MPI_PROC_NULL, t.send_tag(), s.comm.get(),
+                               MPI_STATUS_IGNORE),
+                  "MPI_Sendrecv");
+        if (receives) copy_region<false>(*this, field, opposite->recv, recv.data());
+      }
+    return;
+  }
+  for (const Transfer& t : round.transfers) {
+    if (t.rank < 0) continue;
+    std::byte* packed = buffers.send.data() + t.send_offset;
+    for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
+  }
+  if (options_.method == HaloMethod::plan) {
+    if (!buffers.requests.empty())
+      check_mpi(MPI_Startall(static_cast<int>(buffers.requests.size()), buffers.requests.data()), "MPI_Startall");
+    return;
+  }
+  // neighbor_alltoallv: blocks in the destinations' order, receives in the
+  // order of the tags they were sent with (see the constructor).
+  const std::size_t bytes_per_cell = [&] {
+    std::size_t bytes = 0;
+    for (const FieldView& field : s.fields) bytes += field.element_size;
+    return bytes;
+  }();
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+  std::vector<const Transfer*> receives;
+  for (const Transfer& t : round.transfers) {
+    if (t.rank < 0) continue;
+    send_counts.push_back(checked_int(t.send.cells() * bytes_per_cell, "a message"));
+    send_displs.push_back(checked_int(t.send_offset, "a displacement"));
+    receives.push_back(&t);
+  }
+  std::sort(receives.begin(), receives.end(),
+            [](const Transfer* x, const Transfer* y) { return x->recv_tag() < y->recv_tag(); });
+  for (const Transfer* t : receives) {
+    recv_counts.push_back(checked_int(t->recv.cells() * bytes_per_cell, "a message"));
+    recv_displs.push_back(checked_int(t->recv_offset, "a displacement"));
+  }
+  check_mpi(MPI_Neighbor_alltoallv(buffers.send.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                                   buffers.recv.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE,
+                                   s.graphs[r].get()),
+            "MPI_Neighbor_alltoallv");
+}
+
+void HaloPlan::complete_round(std::size_t r) {
+  State& s = *state_;
+  if (options_.method == HaloMethod::naive) return;  // unpacked as received
+  auto& buffers = s.buffers[r];
+  if (options_.method == HaloMethod::plan && !buffers.requests.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(buffers.requests.size()), buffers.requests.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  for (const Transfer& t : s.rounds[r].transfers) {
+    if (t.rank < 0) continue;
+    std::byte* packed = buffers.recv.data() + t.recv_offset;
+    for (const FieldView& field : s.fields) packed = copy_region<false>(*this, field, t.recv, packed);
+  }
+}
+
+void HaloPlan::finish() {
+  State& s = *state_;
+  if (!s.active) fail("HaloPlan::finish", "no exchange in progress: call begin() first");
+  s.active = false;
+  complete_round(0);
+  for (std::size_t r = 1; r < s.rounds.size(); ++r) {
+    start_round(r);
+    complete_round(r);
+  }
+}
+
+int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& model) {
+  const auto& cost = CostModel::of_this_machine()[Algorithm::sendrecv_reduce];
+  const double alpha = model.seconds_per_message > 0 ? model.seconds_per_message : cost.per_message;
+  const double beta = model.seconds_per_byte > 0 ? model.seconds_per_byte : cost.per_byte;
+  const auto n = grid.local_cells();
+  std::array<int, 3> sides{};  // sides with a neighbour per axis: 0, 1 or 2
+  int max_depth = std::max(model.max_depth, 1);
+  for (int a = 0; a < 3; ++a) {
+    Direction down{}, up{};
+    down[a] = -1;
+    up[a] = 1;
+    sides[a] = (grid.neighbour(down) >= 0 ? 1 : 0) + (grid.neighbour(up) >= 0 ? 1 : 0);
+    if (sides[a]) max_depth = std::min(max_depth, static_cast<int>(n[a]));
+  }
+  int best = 1;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (int k = 1; k <= max_depth; ++k) {
+    double messages = 0, bytes = 0;
+    for (const Round& round : build_rounds(grid, k, stencil))
+      for (const Transfer& t : round.transfers)
+        if (t.rank >= 0) {
+          messages += 1;
+          bytes += static_cast<double>(t.send.cells() * model.bytes_per_cell);
+        }
+    double updated = 0;  // cells updated over the k steps between exchanges
+    for (int s = 1; s <= k; ++s) {
+      double cells = 1;
+      for (int a = 0; a < 3; ++a) cells *= static_cast<double>(n[a]) + sides[a] * (k - s);
+      updated += cells;
+    }
+    const double time = (alpha * messages + beta * bytes) / k + model.seconds_per_cell_update * updated / k;
+    if (time < best_time * (1 - 1e-12)) {
+      best_time = time;
+      best = k;
+    }
+  }
+  return best;
+}
+
+}  // namespace domex
