@@ -1,0 +1,311 @@
+// domex-bench halo: ghost exchange of a 27-point stencil code with deep halos
+// (k = 1, 2, 3), domex's plan (26 or 6 neighbours) against
+// MPI_Neighbor_alltoallv and the naive one-message-per-field exchange.
+//
+// Experiment A varies the communication volume (fields exchanged) with the
+// computation fixed; experiment B varies the computation per cell with the
+// volume fixed (the seed's experiments). alpha and beta are fitted to the
+// plan's exchange times, and the depth choose_depth() picks is compared with
+// the measured best.
+//
+//   mpirun -n 8 domex-bench halo --json halo.json
+
+#include "command.hpp"
+#include "timing.hpp"
+
+#include <domex/halo/halo.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace domex::bench {
+namespace {
+
+struct HaloBenchOptions {
+  std::size_t cells = 24;                    ///< per rank and axis
+  std::size_t fields = 8;                    ///< fields updated by the kernel
+  std::vector<int> depths{1, 2, 3};
+  std::vector<std::size_t> exchanged{1, 2, 4, 8};  ///< experiment A: fields exchanged
+  std::vector<int> work{0, 16, 64};                ///< experiment B: extra flops per cell and field
+  std::vector<std::string> variants{"plan/full", "plan/faces", "neighbor_alltoallv/full", "naive/full"};
+  int steps = 12;
+  int repeats = 3;
+  std::string experiments = "AB";
+  std::string json;
+};
+
+struct Variant {
+  HaloMethod method;
+  Stencil stencil;
+};
+
+Variant variant_from_string(const std::string& text) {
+  const auto slash = text.find('/');
+  const std::string method = text.substr(0, slash), stencil = slash == std::string::npos ? "full" : text.substr(slash + 1);
+  Variant v{};
+  if (method == "plan") v.method = HaloMethod::plan;
+  else if (method == "neighbor_alltoallv") v.method = HaloMethod::neighbor_alltoallv;
+  else if (method == "naive") v.method = HaloMethod::naive;
+  else fail("domex-bench halo", fmt::format("unknown method '{}' in '{}' (plan, neighbor_alltoallv, naive)", method, text));
+  if (stencil == "full") v.stencil = Stencil::full;
+  else if (stencil == "faces") v.stencil = Stencil::faces;
+  else fail("domex-bench halo", fmt::format("unknown stencil '{}' in '{}' (full, faces)", stencil, text));
+  return v;
+}
+
+struct Row {
+  char experiment;
+  std::string variant;
+  int depth;
+  std::size_t exchanged;
+  int work;
+  std::size_t messages, bytes;  // per exchange, this rank (all ranks alike: periodic)
+  double step_s, compute_s, halo_s;  // per step: median wall time, max over ranks of compute / halo
+  double exchange_s;                 // one exchange alone (back-to-back, no computation between)
+};
+
+/// The 27-point box average of `in` into `out` on cells [-grow, n + grow),
+/// plus `work` dependent multiply-adds per cell (more computation, same data).
+void box_average(const HaloPlan& plan, const std::vector<double>& in, std::vector<double>& out, long grow, int work) {
+  const auto n = plan.grid().local_cells();
+  const long sx = 1, sy = static_cast<long>(plan.extent()[0]), sz = sy * static_cast<long>(plan.extent()[1]);
+  for (long k = -grow; k < static_cast<long>(n[2]) + grow; ++k)
+    for (long j = -grow; j < static_cast<long>(n[1]) + grow; ++j) {
+      const std::size_t row = plan.index(0, j, k);
+      for (long i = -grow; i < static_cast<long>(n[0]) + grow; ++i) {
+        const double* c = in.data() + row + i;
+        double sum = 0;
+        for (long dz = -1; dz <= 1; ++dz)
+          for (long dy = -1; dy <= 1; ++dy)
+            for (long dx = -1; dx <= 1; ++dx) sum += c[dx * sx + dy * sy + dz * sz];
+        double value = sum * (1.0 / 27);
+        for (int w = 0; w < work; ++w) value = value * 0.999999 + 1e-9;
+        out[row + static_cast<std::size_t>(i)] = value;
+      }
+    }
+}
+
+Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, const std::string& variant_name,
+            int depth, std::size_t exchanged, int work) {
+  const Variant variant = variant_from_string(variant_name);
+  int dims[3] = {0, 0, 0};
+  check_mpi(MPI_Dims_create(comm.size(), 3, dims), "MPI_Dims_create");
+  const std::size_t n = options.cells;
+  CartesianGrid grid(comm, {n * static_cast<std::size_t>(dims[0]), n * static_cast<std::size_t>(dims[1]),
+                            n * static_cast<std::size_t>(dims[2])},
+                     {.dims = {dims[0], dims[1], dims[2]}, .periodic = {true, true, true}});
+  HaloPlan plan(grid, {.depth = depth, .stencil = variant.stencil, .method = variant.method});
+  std::vector<std::vector<double>> fields(options.fields, std::vector<double>(plan.cells()));
+  std::vector<double> scratch(plan.cells());
+  for (std::size_t f = 0; f < fields.size(); ++f)
+    for (std::size_t c = 0; c < plan.cells(); ++c) fields[f][c] = std::sin(0.001 * static_cast<double>(c + f));
+
+  // The exchange takes the first `exchanged` fields, as spans (any number).
+  auto exchange = [&] {
+    switch (exchanged) {
+      case 1: plan.exchange(fields[0]); break;
+      case 2: plan.exchange(fields[0], fields[1]); break;
+      case 4: plan.exchange(fields[0], fields[1], fields[2], fields[3]); break;
+      case 8:
+        plan.exchange(fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7]);
+        break;
+      default: fail("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
+    }
+  };
+  std::vector<double> step_times, exchange_times;
+  double compute = 0, halo = 0;
+  for (int repeat = 0; repeat <= options.repeats; ++repeat) {  // repeat 0 warms up
+    double local_compute = 0, local_halo = 0;
+    const double wall = time_collective(comm, [&] {
+      for (int step = 0; step < options.steps; ++step) {
+        const int since = step % depth;  // steps since the last exchange
+        if (since == 0) {
+          const double start = MPI_Wtime();
+          exchange();
+          local_halo += MPI_Wtime() - start;
+        }
+        // Deep halo: step s after an exchange updates the owned cells plus
+        // depth - s ghost layers (redundantly computed, no message needed).
+        const double start = MPI_Wtime();
+        for (auto& field : fields) {
+          box_average(plan, field, scratch, depth - since - 1, work);
+          field.swap(scratch);
+        }
+        local_compute += MPI_Wtime() - start;
+      }
+    });
+    // The exchange alone: what the alpha-beta fit and the method comparison
+    // use (the halo time of a step also holds the wait for slower ranks).
+    constexpr int back_to_back = 10;
+    const double exchanges = time_collective(comm, [&] {
+      for (int e = 0; e < back_to_back; ++e) exchange();
+    });
+    if (repeat == 0) continue;
+    exchange_times.push_back(exchanges / back_to_back);
+    step_times.push_back(wall / options.steps);
+    compute += comm.allreduce(local_compute, MPI_MAX) / options.steps / options.repeats;
+    halo += comm.allreduce(local_halo, MPI_MAX) / options.steps / options.repeats;
+  }
+  const std::size_t bytes_per_cell = exchanged * sizeof(double);
+  return {experiment, variant_name, depth, exchanged, work, plan.messages_per_exchange(exchanged),
+          plan.bytes_per_exchange(bytes_per_cell), summarize(step_times).median, compute, halo,
+          summarize(exchange_times).median};
+}
+
+/// Least-squares alpha, beta of t = alpha * messages + beta * bytes over the
+/// plan's rows (t: one exchange alone).
+std::pair<double, double> fit_alpha_beta(const std::vector<Row>& rows) {
+  double mm = 0, mb = 0, bb = 0, mt = 0, bt = 0;
+  for (const Row& r : rows) {
+    if (r.variant.rfind("plan/", 0) != 0) continue;
+    const double m = static_cast<double>(r.messages), b = static_cast<double>(r.bytes), t = r.exchange_s;
+    mm += m * m, mb += m * b, bb += b * b, mt += m * t, bt += b * t;
+  }
+  const double det = mm * bb - mb * mb;
+  if (std::abs(det) < 1e-300) return {0, 0};
+  double alpha = (mt * bb - bt * mb) / det, beta = (mm * bt - mb * mt) / det;
+  // Non-negative: fall back to one-parameter fits when one comes out < 0.
+  if (alpha < 0) alpha = 0, beta = bb > 0 ? bt / bb : 0;
+  if (beta < 0) beta = 0, alpha = mm > 0 ? mt / mm : 0;
+  return {alpha, beta};
+}
+
+void run_halo(const HaloBenchOptions& options) {
+  Comm comm{MPI_COMM_WORLD};
+  if (options.fields < 8) fail("domex-bench halo", "--fields must be at least 8 (experiment A exchanges up to 8)");
+  for (int depth : options.depths)
+    if (depth < 1 || static_cast<std::size_t>(depth) > options.cells)
+      fail("domex-bench halo", fmt::format("--depths {}: need 1 <= depth <= --cells {}", depth, options.cells));
+  std::vector<Row> rows;
+  if (comm.rank() == 0)
+    std::fprintf(stderr, "domex-bench halo: %d ranks, %zu^3 cells per rank, %zu fields, %d steps x %d repeats\n",
+                 comm.size(), options.cells, options.fields, options.steps, options.repeats);
+  auto progress = [&](const char* what) {
+    if (comm.rank() == 0) std::fprintf(stderr, "  %s done (%zu rows)\n", what, rows.size());
+  };
+  if (options.experiments.find('A') != std::string::npos) {
+    for (std::size_t exchanged : options.exchanged) {
+      for (const auto& variant : options.variants)
+        for (int depth : options.depths) rows.push_back(run_row(comm, options, 'A', variant, depth, exchanged, 0));
+      progress(fmt::format("A: {} fields exchanged", exchanged).c_str());
+    }
+  }
+  if (options.experiments.find('B') != std::string::npos) {
+    for (int work : options.work) {
+      for (const auto& variant : options.variants)
+        for (int depth : options.depths) rows.push_back(run_row(comm, options, 'B', variant, depth, 8, work));
+      progress(fmt::format("B: work {}", work).c_str());
+    }
+  }
+  const auto [alpha, beta] = fit_alpha_beta(rows);
+
+  // The depth the model picks per group (plan/full) against the measured best.
+  struct Choice {
+    char experiment;
+    std::size_t exchanged;
+    int work, chosen, best;
+    double chosen_s, best_s;
+  };
+  std::vector<Choice> choices;
+  int dims[3] = {0, 0, 0};
+  MPI_Dims_create(comm.size(), 3, dims);
+  const std::size_t n = options.cells;
+  CartesianGrid grid(comm, {n * static_cast<std::size_t>(dims[0]), n * static_cast<std::size_t>(dims[1]),
+                            n * static_cast<std::size_t>(dims[2])},
+                     {.dims = {dims[0], dims[1], dims[2]}, .periodic = {true, true, true}});
+  for (const Row& r : rows) {
+    if (r.variant != "plan/full" || r.depth != 1) continue;
+    const double seconds_per_cell = r.compute_s / static_cast<double>(grid.owned_cells());
+    const int max_depth = *std::max_element(options.depths.begin(), options.depths.end());
+    const int chosen = choose_depth(grid, Stencil::full,
+                                    {.bytes_per_cell = r.exchanged * sizeof(double),
+                                     .seconds_per_cell_update = seconds_per_cell,
+                                     .seconds_per_message = alpha > 0 ? alpha : 1e-12,
+                                     .seconds_per_byte = beta > 0 ? beta : 1e-15,
+                                     .max_depth = max_depth});
+    Choice c{r.experiment, r.exchanged, r.work, chosen, 1, 0, 1e300};
+    for (const Row& s : rows)
+      if (s.variant == "plan/full" && s.experiment == r.experiment && s.exchanged == r.exchanged && s.work == r.work) {
+        if (s.step_s < c.best_s) c.best_s = s.step_s, c.best = s.depth;
+        if (s.depth == chosen) c.chosen_s = s.step_s;
+      }
+    choices.push_back(c);
+  }
+  if (comm.rank() != 0) return;
+
+  std::printf("halo exchange, %d ranks (%d x %d x %d), %zu^3 cells per rank, periodic, %zu fields updated by a\n"
+              "27-point kernel, %d steps x %d repeats (median); per step: wall time, and max over ranks of\n"
+              "compute and halo time; efficiency = compute / (compute + halo)\n",
+              comm.size(), dims[0], dims[1], dims[2], options.cells, options.fields, options.steps, options.repeats);
+  std::printf("%-3s %-24s %2s %6s %5s %10s %12s %10s %11s %12s %10s %7s\n", "exp", "method/stencil", "k", "fields",
+              "work", "msgs/exch", "bytes/exch", "exch[ms]", "step[ms]", "compute[ms]", "halo[ms]", "eff");
+  for (const Row& r : rows)
+    std::printf("%-3c %-24s %2d %6zu %5d %10zu %12zu %10.3f %11.3f %12.3f %10.3f %6.1f%%\n", r.experiment,
+                r.variant.c_str(), r.depth, r.exchanged, r.work, r.messages, r.bytes, 1e3 * r.exchange_s,
+                1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.halo_s, 100 * r.compute_s / (r.compute_s + r.halo_s));
+  std::printf("(exch: one exchange alone, median of %d x 10 back-to-back; step: wall time per step; compute, halo:\n"
+              " per step, max over ranks; halo includes waiting for slower ranks)\n",
+              options.repeats);
+  std::printf("fit over the plan rows: time per exchange = alpha * messages + beta * bytes, alpha = %.3f us, "
+              "beta = %.3f ns/B\n",
+              1e6 * alpha, 1e9 * beta);
+  std::printf("automatic depth (choose_depth with the fitted alpha, beta and the measured compute per cell):\n");
+  for (const Choice& c : choices)
+    std::printf("  %c fields %zu work %3d: chosen k = %d (%.3f ms/step), best measured k = %d (%.3f ms/step)\n",
+                c.experiment, c.exchanged, c.work, c.chosen, 1e3 * c.chosen_s, c.best, 1e3 * c.best_s);
+  if (!options.json.empty()) {
+    std::string text = fmt::format(
+        "{{\"benchmark\": \"halo\", \"ranks\": {}, \"dims\": [{}, {}, {}], \"cells_per_rank\": {}, \"fields\": {}, "
+        "\"steps\": {}, \"alpha_s\": {:.9g}, \"beta_s_per_byte\": {:.9g}, \"rows\": [\n",
+        comm.size(), dims[0], dims[1], dims[2], options.cells, options.fields, options.steps, alpha, beta);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      text += fmt::format("  {{\"experiment\": \"{}\", \"variant\": \"{}\", \"depth\": {}, \"exchanged\": {}, "
+                          "\"work\": {}, \"messages\": {}, \"bytes\": {}, \"step_s\": {:.9g}, \"compute_s\": {:.9g}, "
+                          "\"halo_s\": {:.9g}, \"exchange_s\": {:.9g}}}{}\n",
+                          r.experiment, r.variant, r.depth, r.exchanged, r.work, r.messages, r.bytes, r.step_s,
+                          r.compute_s, r.halo_s, r.exchange_s, i + 1 < rows.size() ? "," : "");
+    }
+    text += "], \"automatic_depth\": [\n";
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+      const Choice& c = choices[i];
+      text += fmt::format("  {{\"experiment\": \"{}\", \"exchanged\": {}, \"work\": {}, \"chosen\": {}, \"best\": {}, "
+                          "\"chosen_s\": {:.9g}, \"best_s\": {:.9g}}}{}\n",
+                          c.experiment, c.exchanged, c.work, c.chosen, c.best, c.chosen_s, c.best_s,
+                          i + 1 < choices.size() ? "," : "");
+    }
+    text += "]}\n";
+    const std::string temporary = options.json + ".tmp";
+    std::ofstream(temporary) << text;
+    if (std::rename(temporary.c_str(), options.json.c_str()) != 0) fail("domex-bench halo", "cannot write " + options.json);
+    std::printf("wrote %s\n", options.json.c_str());
+  }
+}
+
+const Registration registration{[](CLI::App& app) {
+  auto options = std::make_shared<HaloBenchOptions>();
+  auto* command = app.add_subcommand("halo", "halo exchange with deep halos: plan vs neighbor_alltoallv vs naive");
+  command->add_option("--cells", options->cells, "cells per rank and axis")->capture_default_str();
+  command->add_option("--fields", options->fields, "fields updated by the kernel (>= 8)")->capture_default_str();
+  command->add_option("--depths", options->depths, "ghost depths k (exchange every k steps)")->capture_default_str();
+  command->add_option("--exchanged", options->exchanged, "experiment A: fields exchanged (1, 2, 4, 8)")
+      ->capture_default_str();
+  command->add_option("--work", options->work, "experiment B: extra flops per cell and field")->capture_default_str();
+  command->add_option("--variants", options->variants, "method/stencil: plan|neighbor_alltoallv|naive / full|faces")
+      ->capture_default_str();
+  command->add_option("--steps", options->steps, "steps per repeat (a multiple of every depth)")->capture_default_str();
+  command->add_option("--repeats", options->repeats, "timed repeats per row (median)")->capture_default_str();
+  command->add_option("--experiments", options->experiments, "A, B or AB")->capture_default_str();
+  command->add_option("--json", options->json, "write the rows as JSON to this file");
+  command->callback([options] { run_halo(*options); });
+}};
+
+}  // namespace
+}  // namespace domex::bench
