@@ -282,10 +282,7 @@ void run_halo(const HaloBenchOptions& options) {
                           i + 1 < choices.size() ? "," : "");
     }
     text += "]}\n";
-    const std::string temporary = options.json + ".tmp";
-    std::ofstream(temporary) << text;
-    if (std::rename(temporary.c_str(), options.json.c_str()) != 0) fail("domex-bench halo", "cannot write " + options.json);
-    std::printf("wrote %s\n", options.json.c_str());
+    write_file(options.json, text, "domex-bench halo");
   }
 }
 

@@ -155,11 +155,7 @@ void run_migrate(const MigrateOptions& options) {
                           i + 1 < rows.size() ? "," : "");
     }
     text += "]}\n";
-    const std::string temporary = options.json + ".tmp";
-    std::ofstream(temporary) << text;
-    if (std::rename(temporary.c_str(), options.json.c_str()) != 0)
-      fail("domex-bench migrate", "cannot write " + options.json);
-    std::printf("wrote %s\n", options.json.c_str());
+    write_file(options.json, text, "domex-bench migrate");
   }
 }
 

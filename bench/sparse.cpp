@@ -138,13 +138,7 @@ void run_sparse(const SparseOptions& options) {
   if (comm.rank() == 0) {
     std::printf("sparse exchange, %d ranks (time per call = slowest rank, from a barrier)\n%s", comm.size(),
                 table(rows).c_str());
-    if (!options.json.empty()) {
-      const std::string temporary = options.json + ".tmp";
-      std::ofstream(temporary) << json_of(rows, comm.size());
-      if (std::rename(temporary.c_str(), options.json.c_str()) != 0)
-        fail("domex-bench sparse", "cannot write " + options.json);
-      std::printf("wrote %s\n", options.json.c_str());
-    }
+    if (!options.json.empty()) write_file(options.json, json_of(rows, comm.size()), "domex-bench sparse");
   }
 }
 

@@ -5,28 +5,15 @@ against the ghost depth k for each amount of computation.
 
     python3 tools/plot_halo.py results/halo.json -o results/halo.png
 """
-import argparse
-import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from benchplot import load
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("json", help="output of domex-bench halo --json")
-    parser.add_argument("-o", "--output", default="halo.png", help="PNG to write")
-    args = parser.parse_args()
-    try:
-        with open(args.json) as handle:
-            data = json.load(handle)
-        rows = data["rows"]
-    except (OSError, ValueError, KeyError) as error:
-        print(f"plot_halo: cannot read {args.json}: {error}", file=sys.stderr)
-        return 1
+    args, data = load(__doc__, "halo")
+    rows = data["rows"]
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     for variant in variants:

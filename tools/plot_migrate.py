@@ -5,28 +5,15 @@ clustering, plus the decomposition time, to PNG.
 
     python3 tools/plot_migrate.py results/migrate.json -o results/migrate.png
 """
-import argparse
-import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from benchplot import load
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("json", help="output of domex-bench migrate --json")
-    parser.add_argument("-o", "--output", default="migrate.png", help="PNG to write")
-    args = parser.parse_args()
-    try:
-        with open(args.json) as handle:
-            data = json.load(handle)
-        rows = data["rows"]
-    except (OSError, ValueError, KeyError) as error:
-        print(f"plot_migrate: cannot read {args.json}: {error}", file=sys.stderr)
-        return 1
+    args, data = load(__doc__, "migrate")
+    rows = data["rows"]
     clusterings = list(dict.fromkeys(r["clustering"] for r in rows))
     paths = list(dict.fromkeys(r["path"] for r in rows))
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))

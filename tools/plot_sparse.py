@@ -4,14 +4,10 @@ size, one line per algorithm, one panel per pattern (log-log), to PNG.
 
     python3 tools/plot_sparse.py results/sparse.json -o results/sparse.png
 """
-import argparse
-import json
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
+from benchplot import load
 
 STYLE = {
     "alltoall": ("tab:red", "o"),
@@ -25,17 +21,8 @@ STYLE = {
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("json", help="output of domex-bench sparse --json")
-    parser.add_argument("-o", "--output", default="sparse.png", help="PNG to write")
-    args = parser.parse_args()
-    try:
-        with open(args.json) as handle:
-            data = json.load(handle)
-        rows = data["rows"]
-    except (OSError, ValueError, KeyError) as error:
-        print(f"plot_sparse: cannot read {args.json}: {error}", file=sys.stderr)
-        return 1
+    args, data = load(__doc__, "sparse")
+    rows = data["rows"]
     patterns = list(dict.fromkeys(row["pattern"] for row in rows))
     figure, axes = plt.subplots(1, len(patterns), figsize=(5.2 * len(patterns), 4.4), squeeze=False, sharey=True)
     for axis, pattern in zip(axes[0], patterns):
