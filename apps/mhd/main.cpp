@@ -1,0 +1,205 @@
+// domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid.
+//   mpirun -n 4 domex-mhd --cells 64 48 48 --steps 200 --depth 2 --output results/mhd
+// Exit codes: 0 done, 1 the run failed (e.g. the state blew up), 2 bad arguments.
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "output.hpp"
+#include "solver.hpp"
+
+namespace {
+
+using namespace domex::mhd;
+
+/// Adds every Config field as a flag; the config file uses the same names.
+void add_options(CLI::App& app, Config& config, std::vector<long>& cells, std::vector<int>& dims) {
+  app.add_option("--cells", cells, "global cells NX NY NZ")->expected(3)->capture_default_str();
+  app.add_option("--steps", config.steps, "time steps")->capture_default_str();
+  app.add_option("--depth", config.depth, "ghost layers k = steps between exchanges (0: automatic)")
+      ->capture_default_str();
+  app.add_option("--dims", dims, "ranks per axis (0: automatic)")->expected(3)->capture_default_str();
+  app.add_option("--problem", config.problem, "magnetosphere | periodic-wave")->capture_default_str();
+  app.add_option("--output", config.output, "output folder (empty: write nothing)")->capture_default_str();
+  app.add_option("--image-every", config.image_every, "slice PNG every N steps (0: none)")->capture_default_str();
+  app.add_option("--snapshot-every", config.snapshot_every, "VTK snapshot every N steps (0: none)")
+      ->capture_default_str();
+  const auto physical = [&](const char* name, double& value, const char* help) {
+    app.add_option(name, value, help)->capture_default_str()->group("Physics");
+  };
+  physical("--x-min", config.x_min, "box: lowest x (planet radii)");
+  physical("--x-max", config.x_max, "box: highest x");
+  physical("--half-width", config.half_width, "box: |y|, |z| <= half-width");
+  physical("--rho-sw", config.rho_sw, "solar wind density");
+  physical("--v-sw", config.v_sw, "solar wind speed (along +x)");
+  physical("--p-sw", config.p_sw, "solar wind pressure");
+  physical("--bz-imf", config.bz_imf, "interplanetary field Bz");
+  physical("--dipole", config.dipole, "dipole moment (along -z)");
+  physical("--gm", config.gm, "G * planet mass");
+  physical("--r-inner", config.r_inner, "inner boundary radius");
+  physical("--rho-inner", config.rho_inner, "density inside the inner boundary");
+  physical("--p-inner", config.p_inner, "pressure inside the inner boundary");
+  physical("--gamma", config.gamma, "adiabatic index");
+  physical("--cfl", config.cfl, "Courant number of the initial state");
+  physical("--dt", config.dt, "fixed time step (0: from --cfl)");
+  physical("--d-rho", config.d_rho, "density diffusion");
+  physical("--nu", config.nu, "viscosity");
+  physical("--d-p", config.d_p, "pressure diffusion");
+  physical("--eta", config.eta, "resistivity");
+}
+
+/// The whole run after validation. Collective; throws domex::Error on every rank.
+void simulate(const domex::Comm& comm, const Config& config, bool verify) {
+  namespace fs = std::filesystem;
+  const bool root = comm.rank() == 0;
+  const fs::path folder = config.output;
+  const bool writing = !config.output.empty();
+  if (writing)
+    collectively(comm, [&] {
+      if (root) fs::create_directories(folder);
+    });
+
+  Solver solver(comm, config);
+  domex::Profile& profile = solver.profile();
+  const auto output = [&] {
+    const long step = solver.steps();
+    const bool last = step == config.steps;
+    const bool image = writing && config.image_every > 0 && (step % config.image_every == 0 || last);
+    const bool snapshot = writing && config.snapshot_every > 0 && (step % config.snapshot_every == 0 || last);
+    if (!image && !snapshot) return;
+    auto timer = profile.phase("output");
+    solver.check_state();  // never write a broken state
+    if (image) {
+      const Image slice = slice_image(solver);
+      collectively(comm, [&] {
+        if (!root) return;
+        const auto png = encode_png(slice);
+        write_file(folder / fmt::format("slice_{:06}.png", step),
+                   {reinterpret_cast<const char*>(png.data()), png.size()});
+      });
+    }
+    if (snapshot) collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });
+  };
+
+  const double mass0 = solver.mass();
+  const auto [gx, gy, gz] = solver.grid().global_cells();
+  const auto dims = solver.grid().dims();
+  if (root)
+    fmt::print(stderr, "domex-mhd: {} {}x{}x{} cells on {} ranks (dims {}x{}x{}), depth {}, dt {:.4g}\n",
+               config.problem, gx, gy, gz, comm.size(), dims[0], dims[1], dims[2], solver.depth(), solver.dt());
+  output();
+  const double start = MPI_Wtime();
+  const long every = std::max(1L, config.steps / 10);
+  while (solver.steps() < config.steps) {
+    solver.step();
+    output();
+    if (solver.steps() % every == 0 || solver.steps() == config.steps) {
+      const double mass = solver.mass(), wall = MPI_Wtime() - start;
+      const double eta =
+          wall / static_cast<double>(solver.steps()) * static_cast<double>(config.steps - solver.steps());
+      if (root)
+        fmt::print(stderr, "  step {:>6}/{}  t {:8.3f}  wall {:7.2f} s  ETA {:7.2f} s  mass {:.9e}\n", solver.steps(),
+                   config.steps, solver.time(), wall, eta, mass);
+    }
+  }
+  solver.check_state();
+  const double wall = comm.allreduce(MPI_Wtime() - start, MPI_MAX);
+  const double mass = solver.mass();
+  const std::uint64_t checksum = solver.checksum();
+  const auto rows = profile.reduce(comm);
+  const auto max_of = [&](const char* name) {
+    for (const auto& row : rows)
+      if (row.name == name) return row.max;
+    return 0.0;
+  };
+  const double compute = max_of("compute"), halo = max_of("halo"), boundary = max_of("boundary");
+  const double efficiency = compute / std::max(compute + halo + boundary, 1e-300);
+  const char* definition = "compute / (compute + halo + boundary), each the max over ranks";
+  if (!root) return;
+
+  fmt::print("domex-mhd  {}  {}x{}x{} cells  {} ranks  dims {}x{}x{}\n", config.problem, gx, gy, gz, comm.size(),
+             dims[0], dims[1], dims[2]);
+  fmt::print("  depth k          {:>12}   (one exchange per {} steps)\n", solver.depth(), solver.depth());
+  fmt::print("  steps            {:>12}   exchanges {}, dt {:.4g}, t {:.4g}\n", solver.steps(), solver.exchanges(),
+             solver.dt(), solver.time());
+  fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(solver.steps()),
+             wall);
+  for (const char* phase : {"compute", "halo", "boundary", "output"})
+    fmt::print("  {:<8} (max)   {:>12.3f} s\n", phase, max_of(phase));
+  fmt::print("  efficiency       {:>12.1f} %  = {}\n", 100 * efficiency, definition);
+  fmt::print("  mass             {:>12.6e}   relative change {:+.3e}\n", mass, (mass - mass0) / mass0);
+  if (verify) fmt::print("  checksum         {:016x}\n", checksum);
+  if (!writing) return;
+  const std::string json = fmt::format(
+      "{{\n  \"problem\": \"{}\", \"ranks\": {}, \"dims\": [{}, {}, {}], \"cells\": [{}, {}, {}],\n"
+      "  \"depth\": {}, \"steps\": {}, \"exchanges\": {}, \"dt\": {:.9g}, \"time\": {:.9g},\n"
+      "  \"wall_seconds\": {:.9g}, \"seconds_per_step\": {:.9g},\n"
+      "  \"compute_max\": {:.9g}, \"halo_max\": {:.9g}, \"boundary_max\": {:.9g}, \"output_max\": {:.9g},\n"
+      "  \"efficiency\": {:.6f}, \"efficiency_definition\": \"{}\",\n"
+      "  \"mass_initial\": {:.17g}, \"mass_final\": {:.17g}, \"checksum\": \"{:016x}\",\n  \"profile\": {}\n}}\n",
+      config.problem, comm.size(), dims[0], dims[1], dims[2], gx, gy, gz, solver.depth(), solver.steps(),
+      solver.exchanges(), solver.dt(), solver.time(), wall, wall / static_cast<double>(solver.steps()), compute, halo,
+      boundary, max_of("output"), efficiency, definition, mass0, mass, checksum, domex::Profile::to_json(rows));
+  write_file(folder / "mhd.json", json);
+  fmt::print("  results          {}\n", (folder / "mhd.json").string());
+}
+
+int run(int argc, char** argv) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const bool root = comm.rank() == 0;
+  CLI::App app{"domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid (run under mpirun)"};
+  app.set_config("--config", "", "INI file of key = value lines, keys named like the flags");
+  Config config;
+  std::vector<long> cells(config.cells.begin(), config.cells.end());
+  std::vector<int> dims(config.dims.begin(), config.dims.end());
+  bool verify = false;
+  add_options(app, config, cells, dims);
+  app.add_flag("--verify", verify, "print a checksum of the final state (equal for any np, dims, depth)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    // Every rank parses the same arguments, so every rank leaves here.
+    const int code = root ? app.exit(error) : error.get_exit_code();
+    return code == 0 ? 0 : 2;
+  }
+  std::copy(cells.begin(), cells.end(), config.cells.begin());
+  std::copy(dims.begin(), dims.end(), config.dims.begin());
+  try {
+    validate(config, comm);
+  } catch (const domex::Error& error) {
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 2;
+  }
+  try {
+    simulate(comm, config, verify);
+  } catch (const domex::Error& error) {
+    // Thrown on every rank (collective checks and writes): report once.
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    status = run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "domex-mhd: rank %d: %s\n", domex::world_rank(), error.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,292 @@
+#include "output.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <climits>
+#include <cmath>
+#include <fstream>
+#include <string>
+
+namespace domex::mhd {
+namespace {
+
+std::uint32_t crc32(const std::uint8_t* data, std::size_t size) {
+  static const auto table = [] {
+    std::array<std::uint32_t, 256> t{};
+    for (std::uint32_t n = 0; n < 256; ++n) {
+      std::uint32_t c = n;
+      for (int bit = 0; bit < 8; ++bit) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      t[n] = c;
+    }
+    return t;
+  }();
+  std::uint32_t c = 0xffffffffu;
+  for (std::size_t i = 0; i < size; ++i) c = table[(c ^ data[i]) & 0xff] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+void put32(std::vector<std::uint8_t>& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
+}
+
+void put_chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& data) {
+  put32(out, static_cast<std::uint32_t>(data.size()));
+  const std::size_t start = out.size();
+  out.insert(out.end(), type, type + 4);
+  out.insert(out.end(), data.begin(), data.end());
+  put32(out, crc32(out.data() + start, out.size() - start));  // over type and data
+}
+
+/// Viridis, sampled at 5 points and interpolated linearly; t in [0, 1].
+std::array<std::uint8_t, 3> colour(double t) {
+  static constexpr double stops[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
+  t = std::clamp(t, 0.0, 1.0) * 4;
+  const int i = std::min(static_cast<int>(t), 3);
+  const double w = t - i;
+  std::array<std::uint8_t, 3> rgb{};
+  for (int c = 0; c < 3; ++c)
+    rgb[c] = static_cast<std::uint8_t>(std::lround(stops[i][c] * (1 - w) + stops[i + 1][c] * w));
+  return rgb;
+}
+
+/// The big-endian bit pattern of `value` as float32 (VTK legacy binary).
+std::uint32_t big_endian_float(double value) {
+  const auto bits = std::bit_cast<std::uint32_t>(static_cast<float>(value));
+  if constexpr (std::endian::native == std::endian::big) return bits;
+  return (bits >> 24) | ((bits >> 8) & 0xff00u) | ((bits << 8) & 0xff0000u) | (bits << 24);
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_png(const Image& image) {
+  std::vector<std::uint8_t> raw;  // each row: filter type 0 (none), then RGB
+  raw.reserve(image.height * (1 + 3 * image.width));
+  for (std::size_t row = 0; row < image.height; ++row) {
+    raw.push_back(0);
+    const auto first = image.rgb.begin() + static_cast<std::ptrdiff_t>(3 * image.width * row);
+    raw.insert(raw.end(), first, first + static_cast<std::ptrdiff_t>(3 * image.width));
+  }
+  std::vector<std::uint8_t> zlib{0x78, 0x01};  // deflate, 32 KiB window, no dictionary
+  std::size_t pos = 0;
+  do {  // at least one block, the last one marked final
+    const std::size_t length = std::min<std::size_t>(65535, raw.size() - pos);
+    zlib.push_back(pos + length == raw.size() ? 1 : 0);  // BFINAL, BTYPE = 00 (stored)
+    for (const auto half : {static_cast<std::uint16_t>(length), static_cast<std::uint16_t>(~length)}) {
+      zlib.push_back(static_cast<std::uint8_t>(half & 0xff));  // LEN, NLEN little-endian
+      zlib.push_back(static_cast<std::uint8_t>(half >> 8));
+    }
+    zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(pos),
+                raw.begin() + static_cast<std::ptrdiff_t>(pos + length));
+    pos += length;
+  } while (pos < raw.size());
+  std::uint32_t a = 1, b = 0;  // Adler-32 of the uncompressed data
+  for (const std::uint8_t byte : raw) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  put32(zlib, (b << 16) | a);
+
+  std::vector<std::uint8_t> png{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  std::vector<std::uint8_t> header;
+  put32(header, static_cast<std::uint32_t>(image.width));
+  put32(header, static_cast<std::uint32_t>(image.height));
+  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8 bits, RGB, deflate, filter 0, no interlace
+  put_chunk(png, "IHDR", header);
+  put_chunk(png, "IDAT", zlib);
+  put_chunk(png, "IEND", {});
+  return png;
+}
+
+Image slice_image(const Solver& solver) {
+  const CartesianGrid& grid = solver.grid();
+  const auto global = grid.global_cells(), n = grid.local_cells(), offset = grid.offset();
+  const auto nz = static_cast<long>(global[2]);
+  const long layer = std::clamp(std::lround(-solver.centre(2, 0) / solver.spacing()[2]), 0L, nz - 1);
+  const bool mine = static_cast<long>(offset[2]) <= layer && layer < static_cast<long>(offset[2] + n[2]);
+
+  // Each rank on the layer sends (x offset, y offset, nx, ny) and its cells'
+  // log10 rho and log10 p; the others send nothing.
+  std::array<long long, 4> patch{};
+  std::vector<double> values;
+  if (mine) {
+    patch = {static_cast<long long>(offset[0]), static_cast<long long>(offset[1]), static_cast<long long>(n[0]),
+             static_cast<long long>(n[1])};
+    const long k = layer - static_cast<long>(offset[2]);
+    for (long j = 0; j < static_cast<long>(n[1]); ++j)
+      for (long i = 0; i < static_cast<long>(n[0]); ++i)
+        for (const std::size_t f : {field::rho, field::p})
+          values.push_back(std::log10(std::max(solver.field(f)[solver.halo().index(i, j, k)], 1e-300)));
+  }
+  const MPI_Comm comm = grid.comm().get();
+  const int ranks = grid.comm().size(), root = grid.comm().rank() == 0;
+  std::vector<long long> patches(root ? 4 * static_cast<std::size_t>(ranks) : 0);
+  check_mpi(MPI_Gather(patch.data(), 4, MPI_LONG_LONG, patches.data(), 4, MPI_LONG_LONG, 0, comm), "MPI_Gather");
+  std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks));
+  std::size_t total = 0;
+  for (std::size_t r = 0; root && r < counts.size(); ++r) {
+    counts[r] = static_cast<int>(2 * patches[4 * r + 2] * patches[4 * r + 3]);
+    displs[r] = static_cast<int>(total);
+    total += static_cast<std::size_t>(counts[r]);
+  }
+  std::vector<double> all(total);
+  check_mpi(MPI_Gatherv(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, all.data(), counts.data(),
+                        displs.data(), MPI_DOUBLE, 0, comm),
+            "MPI_Gatherv");
+  if (!root) return {};
+
+  const std::size_t nx = global[0], ny = global[1];
+  std::array<std::vector<double>, 2> panel{std::vector<double>(nx * ny), std::vector<double>(nx * ny)};
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    const auto* q = all.data() + displs[r];
+    for (long long j = 0; j < patches[4 * r + 3]; ++j)
+      for (long long i = 0; i < patches[4 * r + 2]; ++i, q += 2)
+        for (std::size_t f = 0; f < 2; ++f)
+          panel[f][static_cast<std::size_t>(patches[4 * r + 1] + j) * nx +
+                   static_cast<std::size_t>(patches[4 * r] + i)] = q[f];
+  }
+  // Pixels per cell: at least 256 pixels along the longer axis.
+  const std::size_t scale = std::max<std::size_t>(1, 256 / std::max(nx, ny)), gap = 4;
+  Image image{2 * nx * scale + gap, ny * scale, {}};
+  image.rgb.assign(3 * image.width * image.height, 255);
+  // The colour scale spans the cells outside the inner boundary; inside is grey.
+  const double z = solver.centre(2, layer);
+  std::vector<bool> inner(nx * ny, false);
+  if (solver.problem() == Problem::magnetosphere)
+    for (std::size_t j = 0; j < ny; ++j)
+      for (std::size_t i = 0; i < nx; ++i) {
+        const double x = solver.centre(0, static_cast<long>(i)), y = solver.centre(1, static_cast<long>(j));
+        inner[j * nx + i] = std::sqrt(x * x + y * y + z * z) < solver.config().r_inner;
+      }
+  for (std::size_t f = 0; f < 2; ++f) {
+    double low = HUGE_VAL, high = -HUGE_VAL;
+    for (std::size_t cell = 0; cell < nx * ny; ++cell)
+      if (!inner[cell]) {
+        low = std::min(low, panel[f][cell]);
+        high = std::max(high, panel[f][cell]);
+      }
+    const double range = high > low ? high - low : 1.0;
+    for (std::size_t row = 0; row < image.height; ++row)
+      for (std::size_t col = 0; col < nx * scale; ++col) {
+        const std::size_t cell = (ny - 1 - row / scale) * nx + col / scale;  // y up
+        const auto rgb =
+            inner[cell] ? std::array<std::uint8_t, 3>{128, 128, 128} : colour((panel[f][cell] - low) / range);
+        std::copy(
+            rgb.begin(), rgb.end(),
+            image.rgb.begin() + static_cast<std::ptrdiff_t>(3 * (row * image.width + f * (nx * scale + gap) + col)));
+      }
+  }
+  return image;
+}
+
+void write_vtk(const Solver& solver, const std::filesystem::path& path) {
+  const CartesianGrid& grid = solver.grid();
+  const auto global = grid.global_cells(), n = grid.local_cells(), offset = grid.offset();
+  const auto h = solver.spacing();
+  const std::size_t points = global[0] * global[1] * global[2], local = n[0] * n[1] * n[2];
+  if (3 * local > static_cast<std::size_t>(INT_MAX)) fail("write_vtk", fmt::format("{} cells on one rank", local));
+
+  // Text between the binary blocks; every rank builds the same, so every
+  // rank knows every block's offset.
+  const std::array<std::string, 5> text{
+      fmt::format("# vtk DataFile Version 3.0\ndomex-mhd {} step {} time {:.6g}\nBINARY\nDATASET STRUCTURED_POINTS\n"
+                  "DIMENSIONS {} {} {}\nORIGIN {} {} {}\nSPACING {} {} {}\nPOINT_DATA {}\n"
+                  "SCALARS rho float 1\nLOOKUP_TABLE default\n",
+                  to_string(solver.problem()), solver.steps(), solver.time(), global[0], global[1], global[2],
+                  solver.centre(0, 0), solver.centre(1, 0), solver.centre(2, 0), h[0], h[1], h[2], points),
+      "\nSCALARS p float 1\nLOOKUP_TABLE default\n", "\nVECTORS v float\n", "\nVECTORS B float\n", "\n"};
+  std::array<MPI_Offset, 5> at{};  // where text[i] starts
+  for (std::size_t i = 1; i < 5; ++i)
+    at[i] = at[i - 1] + static_cast<MPI_Offset>(text[i - 1].size() + 4 * (i <= 2 ? 1 : 3) * points);
+
+  // This rank's blocks, x fastest, vector components interleaved.
+  std::array<std::vector<std::uint32_t>, 4> block;
+  for (long k = 0; k < static_cast<long>(n[2]); ++k)
+    for (long j = 0; j < static_cast<long>(n[1]); ++j)
+      for (long i = 0; i < static_cast<long>(n[0]); ++i) {
+        const std::size_t c = solver.halo().index(i, j, k);
+        block[0].push_back(big_endian_float(solver.field(field::rho)[c]));
+        block[1].push_back(big_endian_float(solver.field(field::p)[c]));
+        for (int a = 0; a < 3; ++a) {
+          block[2].push_back(big_endian_float(solver.field(field::vx + static_cast<std::size_t>(a))[c]));
+          block[3].push_back(
+              big_endian_float(solver.dipole(a)[c] + solver.field(field::bx + static_cast<std::size_t>(a))[c]));
+        }
+      }
+
+  const std::string part = path.string() + ".part";
+  const MPI_Comm comm = grid.comm().get();
+  MPI_File file = MPI_FILE_NULL;
+  check_mpi(MPI_File_open(comm, part.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &file),
+            "MPI_File_open " + part);
+  check_mpi(MPI_File_set_size(file, at[4] + 1), "MPI_File_set_size");  // drop what an older file left
+  if (grid.comm().rank() == 0)
+    for (std::size_t i = 0; i < 5; ++i)
+      check_mpi(
+          MPI_File_write_at(file, at[i], text[i].data(), static_cast<int>(text[i].size()), MPI_CHAR, MPI_STATUS_IGNORE),
+          "MPI_File_write_at");
+  for (std::size_t b = 0; b < 4; ++b) {
+    // Scalars: a (NX, NY, NZ) array; vectors: (3, NX, NY, NZ), Fortran order = x fastest.
+    const int components = b < 2 ? 1 : 3;
+    const int dims = b < 2 ? 3 : 4;
+    std::array<int, 4> sizes{}, subsizes{}, starts{};
+    if (b >= 2) sizes[0] = subsizes[0] = 3;
+    for (int a = 0; a < 3; ++a) {
+      sizes[static_cast<std::size_t>(a + dims - 3)] = static_cast<int>(global[a]);
+      subsizes[static_cast<std::size_t>(a + dims - 3)] = static_cast<int>(n[a]);
+      starts[static_cast<std::size_t>(a + dims - 3)] = static_cast<int>(offset[a]);
+    }
+    MPI_Datatype view = MPI_DATATYPE_NULL;
+    check_mpi(MPI_Type_create_subarray(dims, sizes.data(), subsizes.data(), starts.data(), MPI_ORDER_FORTRAN, MPI_FLOAT,
+                                       &view),
+              "MPI_Type_create_subarray");
+    check_mpi(MPI_Type_commit(&view), "MPI_Type_commit");
+    const MPI_Offset start = at[b] + static_cast<MPI_Offset>(text[b].size());
+    check_mpi(MPI_File_set_view(file, start, MPI_FLOAT, view, "native", MPI_INFO_NULL), "MPI_File_set_view");
+    check_mpi(
+        MPI_File_write_all(file, block[b].data(), components * static_cast<int>(local), MPI_FLOAT, MPI_STATUS_IGNORE),
+        "MPI_File_write_all");
+    check_mpi(MPI_Type_free(&view), "MPI_Type_free");
+  }
+  check_mpi(MPI_File_close(&file), "MPI_File_close");
+  std::error_code error;
+  if (grid.comm().rank() == 0) std::filesystem::rename(part, path, error);
+  int failed = error ? 1 : 0;
+  check_mpi(MPI_Bcast(&failed, 1, MPI_INT, 0, comm), "MPI_Bcast");
+  if (failed) fail("write_vtk", fmt::format("rename {}: {}", part, error ? error.message() : "failed on rank 0"));
+  grid.comm().barrier();  // the file is complete when any rank returns
+}
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  const std::filesystem::path part = path.string() + ".part";
+  {
+    std::ofstream out(part, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) fail("write_file", fmt::format("cannot write {}", part.string()));
+  }
+  std::error_code error;
+  std::filesystem::rename(part, path, error);
+  if (error) fail("write_file", fmt::format("rename {} to {}: {}", part.string(), path.string(), error.message()));
+}
+
+void collectively(const Comm& comm, const std::function<void()>& work) {
+  std::string message;
+  try {
+    work();
+  } catch (const std::exception& error) {
+    message = *error.what() ? error.what() : "unknown error";
+  }
+  const int first = comm.allreduce(message.empty() ? INT_MAX : comm.rank(), MPI_MIN);
+  if (first == INT_MAX) return;
+  int length = static_cast<int>(message.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm.get()), "MPI_Bcast");
+  message.resize(static_cast<std::size_t>(length));
+  check_mpi(MPI_Bcast(message.data(), length, MPI_CHAR, first, comm.get()), "MPI_Bcast");
+  throw Error(message);
+}
+
+}  // namespace domex::mhd

@@ -1,0 +1,46 @@
+#pragma once
+// domex-mhd output: equatorial-slice PNG images (own minimal encoder, no
+// zlib), legacy VTK snapshots written in parallel with MPI-IO, and the
+// helpers that make every write all-or-nothing.
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "solver.hpp"
+
+namespace domex::mhd {
+
+/// 8-bit RGB image, rows top to bottom.
+struct Image {
+  std::size_t width = 0, height = 0;
+  std::vector<std::uint8_t> rgb;  ///< 3 * width * height bytes
+};
+
+/// The bytes of a PNG file of `image`: deflate "stored" (uncompressed)
+/// blocks in a zlib stream, CRC-32 per chunk, Adler-32 of the raw rows.
+[[nodiscard]] std::vector<std::uint8_t> encode_png(const Image& image);
+
+/// Collective: the cell layer nearest z = 0 (the plane through the planet),
+/// gathered to rank 0 as two panels, log10 density | log10 pressure, each
+/// with its own colour scale. Complete on rank 0, empty on the others.
+[[nodiscard]] Image slice_image(const Solver& solver);
+
+/// Collective: legacy VTK (binary, big-endian float32) STRUCTURED_POINTS file
+/// with point data rho, p, v and B = B_dipole + b at the cell centres; every
+/// rank writes its block through an MPI-IO subarray view into `path`.part,
+/// which rank 0 renames to `path` when complete.
+void write_vtk(const Solver& solver, const std::filesystem::path& path);
+
+/// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
+/// sees a half-written file. Throws domex::Error naming the path.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
+
+/// Runs `work` on every rank of `comm`; if it throws on some rank, every rank
+/// throws domex::Error with the lowest such rank's message, so no rank is
+/// left waiting in a later collective.
+void collectively(const Comm& comm, const std::function<void()>& work);
+
+}  // namespace domex::mhd
