@@ -30,8 +30,8 @@ struct Image {
 
 /// Collective: legacy VTK (binary, big-endian float32) STRUCTURED_POINTS file
 /// with point data rho, p, v and B = B_dipole + b at the cell centres; every
-/// rank writes its block through an MPI-IO subarray view into `path`.part,
-/// which rank 0 renames to `path` when complete.
+/// rank writes its block into `path`.part with MPI-IO (one write per run of
+/// cells contiguous in the file), and rank 0 renames it to `path` when complete.
 void write_vtk(const Solver& solver, const std::filesystem::path& path);
 
 /// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
