@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The domex-mhd executable as a user runs it: a short run writes the table,
+# mhd.json, PNGs and VTK snapshots (no .part left); the same checksum on 1 and
+# 2 ranks; a bad configuration exits with 2, names the value and writes nothing;
+# tools/plot_mhd.py reads the last snapshot (when a python with matplotlib is given).
+# Usage: mhd_cli.sh DOMEX_MHD MPIEXEC "PREFLAGS" [PYTHON]
+set -euo pipefail
+mhd=$1 mpiexec=$2 preflags=$3 python=${4:-}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "mhd_cli: $*" >&2; exit 1; }
+# shellcheck disable=SC2086
+run() { local np=$1; shift; "$mpiexec" -n "$np" $preflags "$mhd" "$@"; }
+
+common=(--cells 12 10 8 --x-min -6 --x-max 6 --half-width 5 --dipole 20 --r-inner 2.5 --steps 6 --depth 2 --image-every 3 --snapshot-every 6 --verify)
+run 2 "${common[@]}" --output "$work/two" > "$work/two.txt" 2> "$work/two.err" || fail "2-rank run failed: $(cat "$work/two.err")"
+run 1 "${common[@]}" --output "$work/one" > "$work/one.txt" 2> /dev/null || fail "1-rank run failed"
+for f in mhd.json slice_000000.png slice_000003.png slice_000006.png snapshot_000000.vtk snapshot_000006.vtk; do
+  [[ -s "$work/two/$f" ]] || fail "missing or empty: $f"
+done
+[[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
+grep -q "efficiency" "$work/two.txt" || fail "no efficiency line in the table"
+grep -q "step      6/6" "$work/two.err" || fail "no progress line for the last step"
+sum1=$(grep checksum "$work/one.txt") sum2=$(grep checksum "$work/two.txt")
+[[ -n "$sum1" && "$sum1" == "$sum2" ]] || fail "checksums differ: '$sum1' vs '$sum2'"
+cmp -s "$work/one/snapshot_000006.vtk" "$work/two/snapshot_000006.vtk" || fail "1- and 2-rank snapshots differ"
+
+status=0
+run 2 --cells 4 4 4 --depth 3 --dims 2 1 1 --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
+[[ $status -eq 2 ]] || fail "bad --depth: exit status $status, expected 2"
+grep -q -- "--depth 3" "$work/bad.err" || fail "bad --depth: message does not name it: $(cat "$work/bad.err")"
+[[ ! -e "$work/bad" ]] || fail "bad --depth: the output folder was created"
+status=0
+run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
+[[ $status -eq 2 ]] || fail "bad --problem: exit status $status, expected 2"
+[[ ! -e "$work/bad" ]] || fail "bad --problem: the output folder was created"
+
+if [[ -n "$python" ]]; then
+  "$python" "$root/tools/plot_mhd.py" "$work/two/snapshot_000006.vtk" -o "$work/plot.png" > /dev/null
+  [[ -s "$work/plot.png" ]] || fail "plot_mhd.py wrote no PNG"
+fi
+echo "mhd_cli: all checks passed"
