@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "output.hpp"  // collectively
+
 namespace domex::mhd {
 namespace {
 
@@ -108,15 +110,13 @@ void validate(const Config& config, const Comm& comm) {
                                     {config.eta, "eta"}})
     if (!(value >= 0)) reject(fmt::format("--{} {}: must be >= 0", name, value));
 
-  // Filesystem verdict from rank 0 only, so that every rank agrees.
-  if (!config.output.empty()) {
-    std::string why = comm.rank() == 0 ? output_problem(config.output) : "";
-    int length = static_cast<int>(why.size());
-    check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
-    why.resize(static_cast<std::size_t>(length));
-    check_mpi(MPI_Bcast(why.data(), length, MPI_CHAR, 0, comm.get()), "MPI_Bcast");
-    if (!why.empty()) reject(fmt::format("--output {}: cannot create the folder: {}", config.output, why));
-  }
+  // Filesystem verdict from rank 0 only, thrown on every rank.
+  if (!config.output.empty())
+    collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      const std::string why = output_problem(config.output);
+      if (!why.empty()) reject(fmt::format("--output {}: cannot create the folder: {}", config.output, why));
+    });
 }
 
 }  // namespace domex::mhd

@@ -184,7 +184,7 @@ Image slice_image(const Solver& solver) {
 
 void write_vtk(const Solver& solver, const std::filesystem::path& path) {
   const CartesianGrid& grid = solver.grid();
-  const auto global = grid.global_cells(), n = grid.local_cells(), offset = grid.offset();
+  const auto global = grid.global_cells(), n = grid.local_cells();
   const auto h = solver.spacing();
   const std::size_t points = global[0] * global[1] * global[2], local = n[0] * n[1] * n[2];
   if (3 * local > static_cast<std::size_t>(INT_MAX)) fail("write_vtk", fmt::format("{} cells on one rank", local));
@@ -247,7 +247,7 @@ void write_vtk(const Solver& solver, const std::filesystem::path& path) {
     };
     for (std::size_t k = 0; k < n[2]; ++k)
       for (std::size_t j = 0; j < n[1]; ++j) {
-        const std::size_t file_at = (((offset[2] + k) * global[1] + offset[1] + j) * global[0] + offset[0]) * components;
+        const std::size_t file_at = solver.global_index(0, j, k) * components;
         const std::size_t memory_at = (k * n[1] + j) * n[0] * components, length = n[0] * components;
         if (run_length > 0 && run_file + run_length == file_at) {
           run_length += length;

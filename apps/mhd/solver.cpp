@@ -111,7 +111,9 @@ Solver::Solver(const Comm& comm, const Config& config) : config_(config), proble
   const std::array<double, 3> upper{config.x_max, config.half_width, config.half_width};
   for (int axis = 0; axis < 3; ++axis) h_[axis] = (upper[axis] - lower_[axis]) / static_cast<double>(cells[axis]);
 
-  build(1);
+  // The initial state and dt do not depend on the depth: build the final
+  // layout at once unless the depth is to be chosen from a measured step.
+  build(config.depth > 0 ? config.depth : 1);
   if (config.dt > 0) {
     dt_ = config.dt;
   } else {
@@ -145,8 +147,7 @@ Solver::Solver(const Comm& comm, const Config& config) : config_(config), proble
     if (diffusion > 0) dt_ = std::min(dt_, 0.125 * h_min * h_min / diffusion);
   }
 
-  int depth = config.depth;
-  if (depth == 0) {
+  if (config.depth == 0) {
     // Measure a step on the owned cells (depth 1), take the slowest rank's
     // time per cell so that every rank chooses the same depth.
     const double start = MPI_Wtime();
@@ -158,13 +159,13 @@ Solver::Solver(const Comm& comm, const Config& config) : config_(config), proble
       if (grid_->dims()[axis] > 1 || periodic)
         max_depth =
             std::min<int>(max_depth, static_cast<int>(cells[axis] / static_cast<std::size_t>(grid_->dims()[axis])));
-    depth = choose_depth(*grid_, Stencil::full,
-                         {.bytes_per_cell = field::count * sizeof(double),
-                          .seconds_per_cell_update = comm.allreduce(per_cell, MPI_MAX),
-                          .max_depth = max_depth});
+    int depth = choose_depth(*grid_, Stencil::full,
+                             {.bytes_per_cell = field::count * sizeof(double),
+                              .seconds_per_cell_update = comm.allreduce(per_cell, MPI_MAX),
+                              .max_depth = max_depth});
     depth = comm.allreduce(depth, MPI_MIN);  // the model sees local sizes: agree explicitly
+    build(depth);  // also undoes the two measured steps
   }
-  build(depth);
 }
 
 double Solver::centre(int axis, long index) const noexcept {
@@ -366,7 +367,7 @@ void Solver::step() {
 
 void Solver::scan_owned() {
   if (first_bad_ >= 0) return;
-  const auto n = grid_->local_cells(), offset = grid_->offset(), global = grid_->global_cells();
+  const auto n = grid_->local_cells(), global = grid_->global_cells();
   for (long k = 0; k < static_cast<long>(n[2]); ++k)
     for (long j = 0; j < static_cast<long>(n[1]); ++j)
       for (long i = 0; i < static_cast<long>(n[0]); ++i) {
@@ -375,9 +376,7 @@ void Solver::scan_owned() {
         for (std::size_t f = 0; f < field::count; ++f) finite = finite && std::isfinite(u_[f][c]);
         if (finite && u_[field::rho][c] > 0 && u_[field::p][c] > 0) continue;
         const auto cell = static_cast<long long>(
-            ((offset[2] + static_cast<std::size_t>(k)) * global[1] + offset[1] + static_cast<std::size_t>(j)) *
-                global[0] +
-            offset[0] + static_cast<std::size_t>(i));
+            global_index(static_cast<std::size_t>(i), static_cast<std::size_t>(j), static_cast<std::size_t>(k)));
         const long long key = steps_ * static_cast<long long>(global[0] * global[1] * global[2]) + cell;
         if (first_bad_ < 0 || key < first_bad_) {
           first_bad_ = key;
@@ -415,14 +414,19 @@ double Solver::mass() const {
   return grid_->comm().allreduce(sum * h_[0] * h_[1] * h_[2], MPI_SUM);
 }
 
+std::size_t Solver::global_index(std::size_t i, std::size_t j, std::size_t k) const noexcept {
+  const auto offset = grid_->offset(), global = grid_->global_cells();
+  return ((offset[2] + k) * global[1] + offset[1] + j) * global[0] + offset[0] + i;
+}
+
 std::uint64_t Solver::checksum() const {
-  const auto n = grid_->local_cells(), offset = grid_->offset(), global = grid_->global_cells();
+  const auto n = grid_->local_cells();
   std::uint64_t sum = 0;  // unsigned: wraps mod 2^64, so the sum is exact in any order
   for (std::size_t k = 0; k < n[2]; ++k)
     for (std::size_t j = 0; j < n[1]; ++j)
       for (std::size_t i = 0; i < n[0]; ++i) {
         const std::size_t c = halo_->index(static_cast<long>(i), static_cast<long>(j), static_cast<long>(k));
-        std::uint64_t hash = mix(((offset[2] + k) * global[1] + offset[1] + j) * global[0] + offset[0] + i);
+        std::uint64_t hash = mix(global_index(i, j, k));
         for (std::size_t f = 0; f < field::count; ++f) hash = mix(hash ^ std::bit_cast<std::uint64_t>(u_[f][c]));
         sum += hash;
       }

@@ -71,6 +71,8 @@ class Solver {
   [[nodiscard]] std::array<double, 3> spacing() const noexcept { return h_; }
   /// Centre of global cell `index` along `axis`.
   [[nodiscard]] double centre(int axis, long index) const noexcept;
+  /// Row-major (x fastest) index in the global grid of owned cell (i, j, k).
+  [[nodiscard]] std::size_t global_index(std::size_t i, std::size_t j, std::size_t k) const noexcept;
 
  private:
   using Fields = std::array<std::vector<double>, field::count>;
