@@ -282,20 +282,4 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
   if (error) fail("write_file", fmt::format("rename {} to {}: {}", part.string(), path.string(), error.message()));
 }
 
-void collectively(const Comm& comm, const std::function<void()>& work) {
-  std::string message;
-  try {
-    work();
-  } catch (const std::exception& error) {
-    message = *error.what() ? error.what() : "unknown error";
-  }
-  const int first = comm.allreduce(message.empty() ? INT_MAX : comm.rank(), MPI_MIN);
-  if (first == INT_MAX) return;
-  int length = static_cast<int>(message.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, first, comm.get()), "MPI_Bcast");
-  message.resize(static_cast<std::size_t>(length));
-  check_mpi(MPI_Bcast(message.data(), length, MPI_CHAR, first, comm.get()), "MPI_Bcast");
-  throw Error(message);
-}
-
 }  // namespace domex::mhd

@@ -3,6 +3,8 @@
 // zlib), legacy VTK snapshots written in parallel with MPI-IO, and the
 // helpers that make every write all-or-nothing.
 
+#include <domex/comm/collective.hpp>
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -37,10 +39,5 @@ void write_vtk(const Solver& solver, const std::filesystem::path& path);
 /// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
 /// sees a half-written file. Throws domex::Error naming the path.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
-
-/// Runs `work` on every rank of `comm`; if it throws on some rank, every rank
-/// throws domex::Error with the lowest such rank's message, so no rank is
-/// left waiting in a later collective.
-void collectively(const Comm& comm, const std::function<void()>& work);
 
 }  // namespace domex::mhd

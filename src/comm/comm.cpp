@@ -76,18 +76,29 @@ void Comm::barrier() const { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
 void Comm::allgatherv_bytes(const void* data, std::size_t bytes, std::vector<std::byte>& out,
                             std::vector<std::size_t>& offsets) const {
-  if (bytes > static_cast<std::size_t>(INT_MAX)) fail("Comm::allgatherv", fmt::format("{} bytes exceed INT_MAX", bytes));
-  const int mine = static_cast<int>(bytes);
-  std::vector<int> counts(static_cast<std::size_t>(size_));
-  check_mpi(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_), "MPI_Allgather");
-  offsets.assign(counts.size() + 1, 0);
-  for (std::size_t i = 0; i < counts.size(); ++i) offsets[i + 1] = offsets[i] + static_cast<std::size_t>(counts[i]);
+  // 64-bit sizes first, so that every rank sees every size and reaches the
+  // same verdict: a too-large part on one rank is an error on all of them.
+  const auto mine = static_cast<std::uint64_t>(bytes);
+  std::vector<std::uint64_t> sizes(static_cast<std::size_t>(size_));
+  check_mpi(MPI_Allgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, comm_), "MPI_Allgather");
+  offsets.assign(sizes.size() + 1, 0);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] > static_cast<std::uint64_t>(INT_MAX))
+      throw Error(fmt::format("domex: rank {}: Comm::allgatherv: rank {} of the communicator contributes {} bytes, "
+                              "more than INT_MAX",
+                              world_rank(), i, sizes[i]));
+    offsets[i + 1] = offsets[i] + static_cast<std::size_t>(sizes[i]);
+  }
   if (offsets.back() > static_cast<std::size_t>(INT_MAX))
     fail("Comm::allgatherv", fmt::format("{} bytes in total exceed INT_MAX", offsets.back()));
-  std::vector<int> displacements(counts.size());
-  for (std::size_t i = 0; i < counts.size(); ++i) displacements[i] = static_cast<int>(offsets[i]);
+  std::vector<int> counts(sizes.size()), displacements(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    counts[i] = static_cast<int>(sizes[i]);
+    displacements[i] = static_cast<int>(offsets[i]);
+  }
   out.resize(offsets.back());
-  check_mpi(MPI_Allgatherv(data, mine, MPI_BYTE, out.data(), counts.data(), displacements.data(), MPI_BYTE, comm_),
+  check_mpi(MPI_Allgatherv(data, counts[static_cast<std::size_t>(rank_)], MPI_BYTE, out.data(), counts.data(),
+                           displacements.data(), MPI_BYTE, comm_),
             "MPI_Allgatherv");
 }
 
