@@ -95,9 +95,10 @@ void run_sparse(const SparseOptions& options) {
   Comm comm{MPI_COMM_WORLD};
   std::vector<Algorithm> algorithms;
   for (const auto& name : options.algorithms) algorithms.push_back(algorithm_from_string(name));
+  const CostModel& model = CostModel::of_this_machine(comm);  // what automatic uses (read by rank 0)
   if (comm.rank() == 0)
-    std::fprintf(stderr, "domex-bench sparse: %d ranks, %zu patterns x %zu sizes x %zu algorithms\n", comm.size(),
-                 options.patterns.size(), options.sizes.size(), algorithms.size());
+    std::fprintf(stderr, "domex-bench sparse: %d ranks, %zu patterns x %zu sizes x %zu algorithms; automatic's cost model: %s\n",
+                 comm.size(), options.patterns.size(), options.sizes.size(), algorithms.size(), model.source().c_str());
   std::vector<Row> rows;
   Outbox<std::byte> outbox;
   std::vector<Inbox<std::byte>> inboxes(algorithms.size());

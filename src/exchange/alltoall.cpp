@@ -32,8 +32,10 @@ void run_alltoall(Call& call) {
   const auto size = static_cast<std::size_t>(call.comm.size());
   const std::size_t direct_limit = std::min(call.piece, static_cast<std::size_t>(INT_MAX) / size);
 
-  // marks: 0 = no message, else bytes + 1 (empty messages are messages).
-  s.send_marks.assign(size, 0);
+  // marks: 0 = no message, else bytes + 1 (empty messages are messages);
+  // failed_mark from every rank of a failing one, to every rank.
+  constexpr std::uint64_t failed_mark = UINT64_MAX;
+  s.send_marks.assign(size, call.failed_here ? failed_mark : 0);
   s.receive_marks.assign(size, 0);
   std::size_t self_message = SIZE_MAX;
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
@@ -43,6 +45,10 @@ void run_alltoall(Call& call) {
   check_mpi(MPI_Alltoall(s.send_marks.data(), 1, MPI_UINT64_T, s.receive_marks.data(), 1, MPI_UINT64_T,
                          call.comm.get()),
             "MPI_Alltoall");
+  call.failed_somewhere = call.failed_here;
+  for (std::size_t source = 0; source < size; ++source)
+    if (static_cast<int>(source) != rank && s.receive_marks[source] == failed_mark) call.failed_somewhere = true;
+  if (call.failed_somewhere) return;  // every rank knows: nobody sends anything
 
   // Send side of the Alltoallv.
   s.send_counts.assign(size, 0);

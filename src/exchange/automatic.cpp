@@ -9,6 +9,7 @@
 #include <domex/exchange/cost_model.hpp>
 
 #include <cstdint>
+#include <span>
 
 namespace domex::detail {
 
@@ -27,14 +28,25 @@ struct AutomaticChoice {
 Algorithm choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options) {
   auto& state = comm.cached<AutomaticChoice>();
   if (state.calls++ % decide_every != 0) return state.chosen;
-  double shape[2] = {0, 0};  // messages, bytes sent by this rank (self excluded)
+  // The choice is identical on every rank by construction: the pattern is
+  // reduced over ranks, and the model is either the Comm's shared one (read by
+  // rank 0 and broadcast) or the caller's, whose fingerprint rides in the same
+  // allreduce (max of f and of -f differ iff the ranks' models differ).
+  const CostModel& shared = CostModel::of_this_machine(comm);  // collective on first use: every rank calls it
+  const CostModel& model = options.cost_model ? *options.cost_model : shared;
+  const double fingerprint = model.fingerprint();
+  double shape[4] = {0, 0, fingerprint, -fingerprint};  // messages, bytes sent (self excluded)
   for (std::size_t i = 0; i < send.ranks.size(); ++i) {
     if (send.ranks[i] == comm.rank()) continue;
     shape[0] += 1;
     shape[1] += static_cast<double>((send.offsets[i + 1] - send.offsets[i]) * send.element_size);
   }
   comm.allreduce_in_place(std::span<double>(shape), MPI_MAX);
-  const CostModel& model = options.cost_model ? *options.cost_model : CostModel::of_this_machine();
+  if (shape[2] != -shape[3]) {
+    --state.calls;  // nothing was decided: the next call decides again
+    fail("exchange(automatic)",
+         "ExchangeOptions::cost_model differs between ranks; every rank must pass an equal model");
+  }
   state.chosen = model.choose({.ranks = comm.size(), .max_messages = shape[0], .max_bytes = shape[1]});
   return state.chosen;
 }

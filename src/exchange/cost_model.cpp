@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -58,18 +60,74 @@ CostModel CostModel::builtin() {
   return model;
 }
 
-const CostModel& CostModel::of_this_machine() {
-  static const CostModel model = [] {
-    if (const char* path = std::getenv("DOMEX_COST_MODEL"); path && *path) return load(path);
-    if (std::ifstream("domex-cost-model.txt")) return load("domex-cost-model.txt");
-    return builtin();
-  }();
-  return model;
+namespace {
+
+/// The shared model of one Comm, read by its rank 0 on first use.
+struct SharedModel {
+  explicit SharedModel(Comm&) {}
+  bool loaded = false;
+  CostModel model;
+};
+
+}  // namespace
+
+const CostModel& CostModel::of_this_machine(const Comm& comm) {
+  auto& shared = comm.cached<SharedModel>();
+  if (shared.loaded) return shared.model;
+  // Rank 0 resolves and reads; everyone parses the same text.
+  std::string text, source, problem;
+  if (comm.rank() == 0) {
+    try {
+      if (const char* path = std::getenv("DOMEX_COST_MODEL"); path && *path) {
+        source = path;
+        text = load(path).text();
+      } else if (std::ifstream("domex-cost-model.txt")) {
+        source = "domex-cost-model.txt";
+        text = load(source).text();
+      } else {
+        source = "built-in";
+        text = builtin().text();
+      }
+    } catch (const Error& error) {
+      problem = error.what();
+    }
+  }
+  std::string message = problem;
+  const std::string payload = comm.rank() == 0 ? (problem.empty() ? source + "\n" + text : std::string()) : "";
+  // One broadcast of "<source>\n<text>" (or of nothing when rank 0 failed).
+  int length = static_cast<int>(payload.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
+  if (length == 0) {
+    // Rank 0 could not read the file: the same error everywhere.
+    int size = static_cast<int>(message.size());
+    check_mpi(MPI_Bcast(&size, 1, MPI_INT, 0, comm.get()), "MPI_Bcast");
+    message.resize(static_cast<std::size_t>(size));
+    check_mpi(MPI_Bcast(message.data(), size, MPI_CHAR, 0, comm.get()), "MPI_Bcast");
+    throw Error(message);
+  }
+  std::string received = payload;
+  received.resize(static_cast<std::size_t>(length));
+  check_mpi(MPI_Bcast(received.data(), length, MPI_CHAR, 0, comm.get()), "MPI_Bcast");
+  const std::size_t newline = received.find('\n');
+  shared.model = parse(received.substr(newline + 1), received.substr(0, newline));
+  shared.model.source_ = received.substr(0, newline);
+  shared.loaded = true;
+  return shared.model;
 }
 
 CostModel CostModel::load(const std::string& path) {
   std::ifstream in(path);
   if (!in) fail("CostModel::load", fmt::format("cannot open '{}'", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) fail("CostModel::load", fmt::format("cannot read '{}'", path));
+  CostModel model = parse(text.str(), path);
+  model.source_ = path;
+  return model;
+}
+
+CostModel CostModel::parse(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
   CostModel model;
   std::array<bool, concrete_algorithms.size()> seen{};
   std::string line;
@@ -110,25 +168,50 @@ CostModel CostModel::load(const std::string& path) {
   for (std::size_t i = 0; i < seen.size(); ++i)
     if (!seen[i])
       fail("CostModel::load", fmt::format("{}: no line for algorithm {}", path, to_string(concrete_algorithms[i])));
+  model.source_ = path;
   return model;
 }
 
-void CostModel::save(const std::string& path) const {
+std::string CostModel::text() const {
+  // 17 significant digits: load(save()) gives back every coefficient exactly.
   std::string text = fmt::format(
       "{}\n# T = fixed * g(P)/g(P_cal) + per_message * m + per_byte * B  (seconds; see docs/cost_model.md)\n"
       "calibration_ranks {}\n",
       header, calibration_ranks);
   for (Algorithm algorithm : concrete_algorithms) {
     const auto& c = (*this)[algorithm];
-    text += fmt::format("{} {:.6e} {:.6e} {:.6e}\n", to_string(algorithm), c.fixed, c.per_message, c.per_byte);
+    text += fmt::format("{} {:.17g} {:.17g} {:.17g}\n", to_string(algorithm), c.fixed, c.per_message, c.per_byte);
   }
+  return text;
+}
+
+void CostModel::save(const std::string& path) const {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary);
-    if (!(out << text)) fail("CostModel::save", fmt::format("cannot write '{}'", temporary));
+    if (!(out << text())) fail("CostModel::save", fmt::format("cannot write '{}'", temporary));
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     fail("CostModel::save", fmt::format("cannot rename '{}' to '{}'", temporary, path));
+}
+
+double CostModel::fingerprint() const {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a over the coefficients' bits
+  const auto mix = [&](double value) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (bits >> (8 * byte)) & 0xff;
+      hash *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<double>(calibration_ranks));
+  for (const auto& c : coefficients_) {
+    mix(c.fixed);
+    mix(c.per_message);
+    mix(c.per_byte);
+  }
+  return static_cast<double>(hash >> 12);
 }
 
 CostModel::Coefficients& CostModel::operator[](Algorithm algorithm) { return coefficients_[index_of(algorithm)]; }

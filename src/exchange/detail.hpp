@@ -9,7 +9,13 @@
 //   order between one sender and one receiver on one tag keeps pieces in order);
 // - every message of a call carries the call's own tag (Comm::next_tag());
 // - the receive store is filled with byte offsets in any source order;
-//   finish() sorts it by source and converts offsets to elements.
+//   finish() sorts it by source and converts offsets to elements;
+// - a rank whose input is invalid (Call::failed_here) sends nothing and
+//   folds a flag into the algorithm's own synchronisation (a sentinel count,
+//   one more vector entry, an allreduce in place of a barrier), so that
+//   every rank sets Call::failed_somewhere identically without an extra
+//   collective; messages already in flight are still received, so nothing
+//   is left unmatched.
 
 #include <domex/comm/comm.hpp>
 #include <domex/exchange/algorithm.hpp>
@@ -31,6 +37,12 @@ struct Call {
   int tag;
   std::size_t piece;  ///< bytes per MPI message, <= INT_MAX
   std::size_t rma_window_bytes;
+  /// This rank's input is invalid: it takes part with an empty send side and
+  /// tells the others through the communication the algorithm makes anyway.
+  bool failed_here = false;
+  /// Set by the algorithm when it learned that some rank (this one included)
+  /// failed. Every rank of the call reaches the same value.
+  bool failed_somewhere = false;
 
   [[nodiscard]] std::size_t bytes(std::size_t message) const noexcept {
     return (send.offsets[message + 1] - send.offsets[message]) * send.element_size;

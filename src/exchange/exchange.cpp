@@ -3,6 +3,7 @@
 
 #include "detail.hpp"
 
+#include <domex/comm/collective.hpp>
 #include <domex/exchange/exchange.hpp>
 
 #include <fmt/format.h>
@@ -242,34 +243,51 @@ std::vector<int>& int_scratch(std::size_t size) {
 }
 
 ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, const ExchangeOptions& options) {
-  const std::size_t piece = options.max_message_bytes ? options.max_message_bytes : default_piece;
-  if (piece > static_cast<std::size_t>(INT_MAX))
-    fail("exchange", fmt::format("max_message_bytes {} exceeds INT_MAX", piece));
-
-  // An invalid send side is not sent: this rank takes part with no messages,
-  // so the other ranks complete, and then throws.
-  const auto problem = invalid(send, comm.size());
+  // Invalid input on one rank is an error on every rank: the rank takes part
+  // with no messages and folds the news into the algorithm's own
+  // synchronisation (see detail.hpp), then all throw the same domex::Error.
+  std::size_t piece = options.max_message_bytes ? options.max_message_bytes : default_piece;
+  std::optional<std::string> problem;
+  if (piece > static_cast<std::size_t>(INT_MAX)) {
+    problem = fmt::format("max_message_bytes {} exceeds INT_MAX", piece);
+    piece = default_piece;
+  }
+  std::size_t window = options.rma_window_bytes ? options.rma_window_bytes : default_rma_window;
+  if (!problem && window > static_cast<std::size_t>(INT_MAX)) {
+    problem = fmt::format("rma_window_bytes {} exceeds INT_MAX", window);
+    window = default_rma_window;
+  }
+  if (!problem) problem = invalid(send, comm.size());
   const SendView empty{{}, {}, nullptr, send.element_size, 0};
   const SendView& sent = problem ? empty : send;
 
-  ExchangeStats stats;
-  stats.algorithm =
-      options.algorithm == Algorithm::automatic ? choose_automatic(comm, sent, options) : options.algorithm;
+  // Basic guarantee for `into`: on any error it is left empty and reusable.
   into.clear();
-  Call call{comm,  sent,  into, stats, comm.next_tag(), piece,
-            options.rma_window_bytes ? options.rma_window_bytes : default_rma_window};
-  switch (stats.algorithm) {
-    case Algorithm::alltoall: run_alltoall(call); break;
-    case Algorithm::sendrecv_reduce: run_sendrecv_reduce(call); break;
-    case Algorithm::nbx: run_nbx(call); break;
-    case Algorithm::reduce_scatter: run_reduce_scatter(call); break;
-    case Algorithm::rma_fence: run_rma_fence(call); break;
-    case Algorithm::rma_passive: run_rma_passive(call); break;
-    case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
+  try {
+    ExchangeStats stats;
+    stats.algorithm =
+        options.algorithm == Algorithm::automatic ? choose_automatic(comm, sent, options) : options.algorithm;
+    Call call{comm, sent, into, stats, comm.next_tag(), piece, window};
+    call.failed_here = problem.has_value();
+    switch (stats.algorithm) {
+      case Algorithm::alltoall: run_alltoall(call); break;
+      case Algorithm::sendrecv_reduce: run_sendrecv_reduce(call); break;
+      case Algorithm::nbx: run_nbx(call); break;
+      case Algorithm::reduce_scatter: run_reduce_scatter(call); break;
+      case Algorithm::rma_fence: run_rma_fence(call); break;
+      case Algorithm::rma_passive: run_rma_passive(call); break;
+      case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
+    }
+    if (call.failed_somewhere) {
+      into.clear();
+      fail_together(comm, "exchange", problem.value_or(""));
+    }
+    finish(into, send.element_size, comm.rank());
+    return stats;
+  } catch (...) {
+    into.clear();
+    throw;
   }
-  if (problem) fail("exchange", *problem);
-  finish(into, send.element_size, comm.rank());
-  return stats;
 }
 
 }  // namespace domex::detail

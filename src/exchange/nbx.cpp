@@ -3,7 +3,9 @@
 // synchronous sends (MPI_Issend) complete only once matched, so a rank whose
 // sends have all completed enters an MPI_Ibarrier; while waiting it keeps
 // receiving with MPI_Improbe. When the barrier completes every message has
-// been received. O(log P) rounds, no O(P) vector anywhere.
+// been received. O(log P) rounds, no O(P) vector anywhere. The barrier is an
+// MPI_Iallreduce of one int (same rounds) so that a rank whose input was
+// invalid can tell every rank without another collective.
 
 #include "detail.hpp"
 
@@ -16,6 +18,8 @@ void run_nbx(Call& call) {
   thread_local std::vector<Envelope> envelopes;
   envelopes.clear();
   MPI_Request barrier = MPI_REQUEST_NULL;
+  const int failed_here = call.failed_here ? 1 : 0;
+  int failed_anywhere = 0;
   bool in_barrier = false;
   for (;;) {
     // Enter the barrier as soon as every send is matched, then drain what has
@@ -26,7 +30,8 @@ void run_nbx(Call& call) {
                 "MPI_Testall");
       if (sent) {
         requests.clear();
-        check_mpi(MPI_Ibarrier(call.comm.get(), &barrier), "MPI_Ibarrier");
+        check_mpi(MPI_Iallreduce(&failed_here, &failed_anywhere, 1, MPI_INT, MPI_MAX, call.comm.get(), &barrier),
+                  "MPI_Iallreduce");
         in_barrier = true;
       }
     }
@@ -39,10 +44,11 @@ void run_nbx(Call& call) {
     receive_envelopes(call, envelopes);
     if (in_barrier) {
       int done = 0;
-      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Ibarrier)");
+      check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Iallreduce)");
       if (done) break;
     }
   }
+  call.failed_somewhere = failed_anywhere != 0;
 }
 
 }  // namespace domex::detail

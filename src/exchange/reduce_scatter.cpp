@@ -11,13 +11,18 @@ void run_reduce_scatter(Call& call) {
   auto& requests = request_scratch();
   copy_self(call);
   post_sends(call, /*synchronous=*/false, requests);
-  auto& flags = int_scratch(static_cast<std::size_t>(call.comm.size()));
+  // A failing rank adds P to every entry: a rank receives fewer than P
+  // messages, so incoming / P counts the failing ranks, incoming % P the messages.
+  const int size = call.comm.size();
+  auto& flags = int_scratch(static_cast<std::size_t>(size));
+  if (call.failed_here) flags.assign(flags.size(), size);
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i)
-    if (!call.to_self(i)) flags[static_cast<std::size_t>(call.send.ranks[i])] = 1;
+    if (!call.to_self(i)) flags[static_cast<std::size_t>(call.send.ranks[i])] += 1;
   int incoming = 0;
   check_mpi(MPI_Reduce_scatter_block(flags.data(), &incoming, 1, MPI_INT, MPI_SUM, call.comm.get()),
             "MPI_Reduce_scatter_block");
-  receive_any(call, static_cast<std::size_t>(incoming));
+  call.failed_somewhere = incoming >= size;
+  receive_any(call, static_cast<std::size_t>(incoming % size));
   wait_all(requests, "MPI_Waitall");
 }
 

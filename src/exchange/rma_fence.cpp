@@ -42,6 +42,11 @@ void run_rma_fence(Call& call) {
   const int rank = call.comm.rank();
   state.outgoing.resize(call.send.ranks.size());
   check_mpi(MPI_Win_fence(MPI_MODE_NOPRECEDE, state.window), "MPI_Win_fence");
+  // A failing rank marks its slot at every rank (O(P) puts, on the error path only).
+  static constexpr std::uint64_t failed_mark = UINT64_MAX;
+  if (call.failed_here)
+    for (int destination = 0; destination < call.comm.size(); ++destination)
+      check_mpi(MPI_Put(&failed_mark, 1, MPI_UINT64_T, destination, rank, 1, MPI_UINT64_T, state.window), "MPI_Put");
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
     if (call.to_self(i)) continue;
     state.outgoing[i] = call.bytes(i) + 1;  // 0 means "no message"
@@ -55,8 +60,14 @@ void run_rma_fence(Call& call) {
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i)
     if (call.to_self(i)) self_message = i;
   std::size_t total = 0;
+  call.failed_somewhere = call.failed_here;
   for (int source = 0; source < call.comm.size(); ++source) {
     const std::uint64_t mark = state.slots[source];
+    if (mark == failed_mark) {
+      call.failed_somewhere = true;
+      state.slots[source] = 0;
+      continue;
+    }
     if (source != rank && mark == 0) continue;
     if (source == rank && self_message == SIZE_MAX) continue;
     total += source == rank ? call.bytes(self_message) : mark - 1;

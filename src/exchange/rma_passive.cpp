@@ -7,8 +7,9 @@
 // ONE MPI_Fetch_and_op on the counter (high bits count slots, low bits count
 // bytes), MPI_Puts the data and the descriptor, and flushes. A message that
 // does not fit the data space is announced by its descriptor and sent
-// point-to-point. Completion is a cheap consensus: one MPI_Barrier (O(log P)),
-// after which every mailbox is complete.
+// point-to-point. Completion is a cheap consensus: one barrier (O(log P)),
+// after which every mailbox is complete; it is an MPI_Allreduce of one int so
+// that it also tells every rank whether one had invalid input.
 //
 // Why two mailboxes: a rank leaving the barrier of call n may start call n+1
 // while a slower rank still reads its call-n mailbox, but it cannot reach call
@@ -137,7 +138,11 @@ void run_rma_passive(Call& call) {
   check_mpi(MPI_Win_flush_all(state.window), "MPI_Win_flush_all");
 
   // 3. Consensus: after the barrier every put to every mailbox is complete.
-  check_mpi(MPI_Barrier(call.comm.get()), "MPI_Barrier");
+  //    The barrier is an allreduce of the failure flag (same synchronisation).
+  const int failed_here = call.failed_here ? 1 : 0;
+  int failed_anywhere = 0;
+  check_mpi(MPI_Allreduce(&failed_here, &failed_anywhere, 1, MPI_INT, MPI_MAX, call.comm.get()), "MPI_Allreduce");
+  call.failed_somewhere = failed_anywhere != 0;
 
   // 4. Read this rank's mailbox (through MPI, correct in either memory model).
   std::uint64_t counter = 0;

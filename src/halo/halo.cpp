@@ -398,7 +398,7 @@ void HaloPlan::finish() {
 }
 
 int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& model) {
-  const auto& cost = CostModel::of_this_machine()[Algorithm::sendrecv_reduce];
+  const auto& cost = CostModel::of_this_machine(grid.comm())[Algorithm::sendrecv_reduce];
   const double alpha = model.seconds_per_message > 0 ? model.seconds_per_message : cost.per_message;
   const double beta = model.seconds_per_byte > 0 ? model.seconds_per_byte : cost.per_byte;
   const auto n = grid.local_cells();
@@ -411,8 +411,11 @@ int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& m
     sides[a] = (grid.neighbour(down) >= 0 ? 1 : 0) + (grid.neighbour(up) >= 0 ? 1 : 0);
     if (sides[a]) max_depth = std::min(max_depth, static_cast<int>(n[a]));
   }
-  int best = 1;
-  double best_time = std::numeric_limits<double>::infinity();
+  // Modelled time of every depth on this rank (infinite where the rank owns
+  // too few cells), then the slowest rank's time per depth: one allreduce,
+  // so every rank picks the same k even where their neighbour counts differ.
+  const int depths = std::max(model.max_depth, 1);
+  std::vector<double> times(static_cast<std::size_t>(depths), std::numeric_limits<double>::infinity());
   for (int k = 1; k <= max_depth; ++k) {
     double messages = 0, bytes = 0;
     for (const Round& round : build_rounds(grid, k, stencil))
@@ -427,12 +430,17 @@ int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& m
       for (int a = 0; a < 3; ++a) cells *= static_cast<double>(n[a]) + sides[a] * (k - s);
       updated += cells;
     }
-    const double time = (alpha * messages + beta * bytes) / k + model.seconds_per_cell_update * updated / k;
-    if (time < best_time * (1 - 1e-12)) {
-      best_time = time;
+    times[static_cast<std::size_t>(k - 1)] =
+        (alpha * messages + beta * bytes) / k + model.seconds_per_cell_update * updated / k;
+  }
+  grid.comm().allreduce_in_place(std::span<double>(times), MPI_MAX);
+  int best = 1;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (int k = 1; k <= depths; ++k)
+    if (times[static_cast<std::size_t>(k - 1)] < best_time * (1 - 1e-12)) {
+      best_time = times[static_cast<std::size_t>(k - 1)];
       best = k;
     }
-  }
   return best;
 }
 

@@ -1,8 +1,10 @@
 #include <domex/exchange/cost_model.hpp>
+#include <domex/exchange/exchange.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -10,7 +12,12 @@ namespace {
 
 using domex::Algorithm;
 
-std::string temporary_path(const char* name) { return std::string("domex_test_") + name + ".txt"; }
+/// A file name of this rank's own (the test runs on several ranks at once).
+std::string temporary_path(const char* name) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return std::string("domex_test_") + name + "_rank" + std::to_string(rank) + ".txt";
+}
 
 TEST(CostModel, SaveLoadRoundTrip) {
   auto model = domex::CostModel::builtin();
@@ -22,10 +29,13 @@ TEST(CostModel, SaveLoadRoundTrip) {
   std::remove(path.c_str());
   EXPECT_EQ(loaded.calibration_ranks, 16);
   for (Algorithm algorithm : domex::concrete_algorithms) {
-    EXPECT_NEAR(loaded[algorithm].fixed, model[algorithm].fixed, 1e-6 * model[algorithm].fixed);
-    EXPECT_NEAR(loaded[algorithm].per_message, model[algorithm].per_message, 1e-6 * model[algorithm].per_message);
-    EXPECT_NEAR(loaded[algorithm].per_byte, model[algorithm].per_byte, 1e-6 * model[algorithm].per_byte);
+    EXPECT_EQ(loaded[algorithm].fixed, model[algorithm].fixed);  // exact: 17 digits
+    EXPECT_EQ(loaded[algorithm].per_message, model[algorithm].per_message);
+    EXPECT_EQ(loaded[algorithm].per_byte, model[algorithm].per_byte);
   }
+  EXPECT_EQ(loaded.fingerprint(), model.fingerprint());
+  EXPECT_EQ(loaded.source(), path);
+  EXPECT_EQ(domex::CostModel::builtin().source(), "built-in");
 }
 
 TEST(CostModel, ChoosesTheSmallestPrediction) {
@@ -68,6 +78,81 @@ TEST(CostModel, LoadErrorsNameFileAndLine) {
   expect_error("domex-cost-model 1\nnbx 1 2 3\n", "no line for algorithm alltoall");
   std::remove(path.c_str());
   EXPECT_THROW((void)domex::CostModel::load("/nonexistent/model.txt"), domex::Error);
+}
+
+/// A model under which `favourite` is by far the cheapest algorithm.
+domex::CostModel favouring(Algorithm favourite) {
+  domex::CostModel model;
+  for (Algorithm algorithm : domex::concrete_algorithms) model[algorithm] = {1e-3, 1e-6, 1e-9};
+  model[favourite] = {1e-6, 1e-9, 1e-12};
+  return model;
+}
+
+/// Runs an automatic exchange (ring pattern) and checks its result; returns the algorithm it ran.
+Algorithm automatic_ring(domex::Comm& comm, const domex::CostModel* model = nullptr) {
+  domex::Outbox<int> outbox;
+  outbox.add((comm.rank() + 1) % comm.size(), comm.rank());
+  const auto inbox = domex::exchange(comm, outbox, {.cost_model = model});
+  EXPECT_EQ(inbox.message_count(), 1u);
+  if (inbox.message_count() == 1) {
+    EXPECT_EQ(inbox.message(0)[0], (comm.rank() + comm.size() - 1) % comm.size());
+  }
+  return inbox.stats().algorithm;
+}
+
+TEST(CostModel, FilesThatDifferBetweenRanksNeverSplitTheChoice) {
+  // Each rank has its own file favouring a different algorithm: the model is
+  // rank 0's on every rank, so every rank runs the same algorithm.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Algorithm mine = domex::concrete_algorithms[static_cast<std::size_t>(comm.rank()) % 6];
+  const auto path = temporary_path("per_rank_model");
+  favouring(mine).save(path);
+  ::setenv("DOMEX_COST_MODEL", path.c_str(), 1);
+  {
+    domex::Comm fresh{MPI_COMM_WORLD};
+    const auto& model = domex::CostModel::of_this_machine(fresh);
+    const auto fingerprints = fresh.allgather(model.fingerprint());
+    for (double f : fingerprints) EXPECT_EQ(f, fingerprints[0]);
+    EXPECT_EQ(model.source(), "domex_test_per_rank_model_rank0.txt");
+    const Algorithm ran = automatic_ring(fresh);
+    EXPECT_EQ(ran, Algorithm::alltoall);  // rank 0's favourite
+    for (int algorithm : fresh.allgather(static_cast<int>(ran))) EXPECT_EQ(algorithm, static_cast<int>(ran));
+  }
+  ::unsetenv("DOMEX_COST_MODEL");
+  comm.barrier();
+  std::remove(path.c_str());
+}
+
+TEST(CostModel, AModelFileRankZeroCannotReadIsAnErrorOnEveryRank) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  // Only rank 0 points at a file that does not exist; the others at nothing.
+  if (comm.rank() == 0) ::setenv("DOMEX_COST_MODEL", "/nonexistent/domex-model.txt", 1);
+  {
+    domex::Comm fresh{MPI_COMM_WORLD};
+    try {
+      (void)automatic_ring(fresh);
+      ADD_FAILURE() << "no error";
+    } catch (const domex::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("/nonexistent/domex-model.txt"), std::string::npos) << error.what();
+    }
+  }
+  ::unsetenv("DOMEX_COST_MODEL");
+  // Without the file, the built-in model, and a working exchange.
+  domex::Comm fresh{MPI_COMM_WORLD};
+  EXPECT_EQ(domex::CostModel::of_this_machine(fresh).source(), "built-in");
+  (void)automatic_ring(fresh);
+}
+
+TEST(CostModel, ModelsPassedThatDifferBetweenRanksAreAnErrorNotADeadlock) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto same = favouring(Algorithm::nbx);
+  EXPECT_EQ(automatic_ring(comm, &same), Algorithm::nbx);
+  if (comm.size() == 1) return;
+  domex::Comm fresh{MPI_COMM_WORLD};
+  const auto different = favouring(domex::concrete_algorithms[static_cast<std::size_t>(comm.rank()) % 6]);
+  EXPECT_THROW((void)automatic_ring(fresh, &different), domex::Error);
+  // The next call with an agreed model decides again and works.
+  EXPECT_EQ(automatic_ring(fresh, &same), Algorithm::nbx);
 }
 
 }  // namespace

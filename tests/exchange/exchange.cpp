@@ -172,9 +172,9 @@ TEST_P(EveryAlgorithm, MessagesTravelInPieces) {
   }
 }
 
-TEST_P(EveryAlgorithm, InvalidOutboxThrowsOnItsRankOnlyAndOthersComplete) {
+TEST_P(EveryAlgorithm, InvalidOutboxOnOneRankThrowsTheSameErrorOnEveryRank) {
   domex::Comm comm{MPI_COMM_WORLD};
-  const int bad_rank = comm.size() - 1;
+  const int p = comm.size();
   struct Case {
     const char* name;
     std::vector<int> ranks;
@@ -182,7 +182,6 @@ TEST_P(EveryAlgorithm, InvalidOutboxThrowsOnItsRankOnlyAndOthersComplete) {
     std::size_t elements;
     const char* message;
   };
-  const int p = comm.size();
   const std::vector<Case> cases = {
       {"out of range", {p}, {0, 1}, 1, "out of range"},
       {"negative destination", {-1}, {0, 1}, 1, "out of range"},
@@ -192,35 +191,60 @@ TEST_P(EveryAlgorithm, InvalidOutboxThrowsOnItsRankOnlyAndOthersComplete) {
       {"offsets count", {0}, {0}, 0, "offsets"},
       {"last offset", {0}, {0, 1}, 3, "last offset"},
   };
-  for (const auto& bad : cases) {
-    SCOPED_TRACE(bad.name);
-    // Every good rank sends one item to rank 0; the bad rank's outbox is bad.
-    domex::Outbox<int> outbox;
-    if (comm.rank() == bad_rank)
-      outbox = domex::Outbox<int>(bad.ranks, bad.offsets, std::vector<int>(bad.elements, 7));
-    else
-      outbox.add(0, comm.rank());
-    if (comm.rank() == bad_rank) {
+  // The bad rank varies: first, last, middle.
+  for (const int bad_rank : {0, p - 1, p / 2}) {
+    for (const auto& bad : cases) {
+      SCOPED_TRACE(std::string(bad.name) + ", bad rank " + std::to_string(bad_rank));
+      // Every good rank sends one item to rank 0 and one to itself; the bad rank's outbox is bad.
+      domex::Outbox<int> outbox;
+      if (comm.rank() == bad_rank) {
+        outbox = domex::Outbox<int>(bad.ranks, bad.offsets, std::vector<int>(bad.elements, 7));
+      } else {
+        outbox.add(0, comm.rank());
+        if (comm.rank() != 0) outbox.add(comm.rank(), comm.rank());
+      }
+      domex::Inbox<int> inbox;
       try {
-        (void)domex::exchange(comm, outbox, {.algorithm = GetParam()});
+        domex::exchange(comm, outbox, inbox, {.algorithm = GetParam()});
         ADD_FAILURE() << "no exception for " << bad.name;
       } catch (const domex::Error& error) {
         const std::string what = error.what();
         EXPECT_NE(what.find(bad.message), std::string::npos) << what;
-        EXPECT_NE(what.find("rank " + std::to_string(bad_rank)), std::string::npos) << what;
+        EXPECT_NE(what.find("domex: rank " + std::to_string(bad_rank) + ": exchange"), std::string::npos) << what;
       }
-    } else {
-      const auto inbox = domex::exchange(comm, outbox, {.algorithm = GetParam()});
-      if (comm.rank() == 0) {
-        EXPECT_EQ(inbox.message_count(), static_cast<std::size_t>(p - 1));  // all but the bad rank
-        for (auto [source, items] : inbox) {
-          EXPECT_NE(source, bad_rank);
-          ASSERT_EQ(items.size(), 1u);
-          EXPECT_EQ(items[0], source);
-        }
-      }
+      // The inbox an error escaped from is empty and consistent...
+      EXPECT_EQ(inbox.message_count(), 0u);
+      EXPECT_EQ(inbox.size(), 0u);
+      EXPECT_EQ(inbox.offsets().size(), 1u);
+      // ...and reusable: a valid exchange into it afterwards delivers everything.
+      domex::Outbox<int> good;
+      good.add((comm.rank() + 1) % p, comm.rank());
+      domex::exchange(comm, good, inbox, {.algorithm = GetParam()});
+      ASSERT_EQ(inbox.message_count(), 1u);
+      EXPECT_EQ(inbox.source(0), (comm.rank() + p - 1) % p);
+      ASSERT_EQ(inbox.message(0).size(), 1u);
+      EXPECT_EQ(inbox.message(0)[0], (comm.rank() + p - 1) % p);
     }
   }
+}
+
+TEST_P(EveryAlgorithm, InvalidOptionsOnOneRankThrowEverywhere) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const int bad_rank = comm.size() / 2;
+  domex::Outbox<int> outbox;
+  outbox.add((comm.rank() + 1) % comm.size(), comm.rank());
+  domex::ExchangeOptions options{.algorithm = GetParam()};
+  if (comm.rank() == bad_rank) options.max_message_bytes = std::size_t{1} << 40;
+  try {
+    (void)domex::exchange(comm, outbox, options);
+    ADD_FAILURE() << "no exception";
+  } catch (const domex::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("max_message_bytes"), std::string::npos) << error.what();
+  }
+  // Nothing is left in flight: the next call sees only its own messages.
+  const auto inbox = domex::exchange(comm, outbox, {.algorithm = GetParam()});
+  ASSERT_EQ(inbox.message_count(), 1u);
+  EXPECT_EQ(inbox.message(0)[0], (comm.rank() + comm.size() - 1) % comm.size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Sparse, EveryAlgorithm, testing::ValuesIn(all_algorithms()),

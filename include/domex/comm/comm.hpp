@@ -53,9 +53,10 @@ class Comm {
 
   /// Per-communicator state of a domex component (an RMA window, a cached
   /// decision), created on first use by `T{comm}` and destroyed, in reverse
-  /// order of creation, before the communicator is freed.
+  /// order of creation, before the communicator is freed. A cache, so
+  /// available on a const Comm.
   template <class T>
-  T& cached();
+  T& cached() const;
 
   // -- small typed collectives used throughout domex ----------------------
   void barrier() const;
@@ -104,16 +105,16 @@ class Comm {
   int rank_ = 0;
   int size_ = 1;
   std::uint64_t calls_ = 0;
-  std::vector<Tagged> cache_;
+  mutable std::vector<Tagged> cache_;
 };
 
 // ---------------------------------------------------------------------------
 
 template <class T>
-T& Comm::cached() {
+T& Comm::cached() const {
   for (auto& tagged : cache_)
     if (tagged.key == cache_key<T>()) return static_cast<CacheHolder<T>&>(*tagged.entry).value;
-  cache_.push_back({cache_key<T>(), std::make_unique<CacheHolder<T>>(*this)});
+  cache_.push_back({cache_key<T>(), std::make_unique<CacheHolder<T>>(const_cast<Comm&>(*this))});
   return static_cast<CacheHolder<T>&>(*cache_.back().entry).value;
 }
 

@@ -38,7 +38,9 @@ struct ExchangeOptions {
   /// pieces. 0 means 1 GiB. MPI counts are int: this is how messages of more
   /// than INT_MAX bytes work with MPI-3 libraries. Tests set it small.
   std::size_t max_message_bytes = 0;
-  /// Model for Algorithm::automatic; nullptr means CostModel::of_this_machine().
+  /// Model for Algorithm::automatic; nullptr means CostModel::of_this_machine(comm).
+  /// A model given here must be equal on every rank (checked: ranks that pass
+  /// different models get a domex::Error, never different algorithms).
   const CostModel* cost_model = nullptr;
   /// Bytes of receive space per rank in the rma_passive window (per call
   /// parity); messages that do not fit are sent point-to-point. 0 means

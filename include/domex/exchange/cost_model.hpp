@@ -1,7 +1,7 @@
 #pragma once
 // The cost model behind Algorithm::automatic.
 
-#include <domex/comm/error.hpp>
+#include <domex/comm/comm.hpp>
 #include <domex/exchange/algorithm.hpp>
 
 #include <array>
@@ -34,13 +34,27 @@ class CostModel {
 
   /// Constants measured on the development machine (see docs/cost_model.md).
   static CostModel builtin();
-  /// The model from $DOMEX_COST_MODEL, else ./domex-cost-model.txt, else
-  /// builtin(). Read once per process.
-  static const CostModel& of_this_machine();
+  /// Collective over `comm`: the model from $DOMEX_COST_MODEL, else
+  /// ./domex-cost-model.txt, else builtin(), as rank 0 of `comm` sees it,
+  /// read there once and broadcast, so every rank holds the same model even
+  /// where the file differs between nodes or exists only on some. Cached on
+  /// the Comm (later calls do not communicate). A file that rank 0 cannot
+  /// read or parse is a domex::Error on every rank. source() says where the
+  /// model came from.
+  static const CostModel& of_this_machine(const Comm& comm);
   /// Reads a model file; throws domex::Error naming the file and line.
   static CostModel load(const std::string& path);
+  /// Parses the text format of save(); `origin` names it in errors.
+  static CostModel parse(const std::string& text, const std::string& origin);
   /// Writes the text format load() reads.
   void save(const std::string& path) const;
+  /// The text format of save().
+  [[nodiscard]] std::string text() const;
+  /// Where the model came from: "built-in" or the file path.
+  [[nodiscard]] const std::string& source() const noexcept { return source_; }
+  /// A fingerprint of the coefficients (52 bits, exact as a double): equal
+  /// models have equal fingerprints, used to check that ranks agree.
+  [[nodiscard]] double fingerprint() const;
 
   [[nodiscard]] double predict(Algorithm algorithm, const PatternSummary& pattern) const;
   /// The concrete algorithm with the smallest predicted time.
@@ -52,6 +66,7 @@ class CostModel {
 
  private:
   std::array<Coefficients, concrete_algorithms.size()> coefficients_{};
+  std::string source_ = "built-in";
 };
 
 }  // namespace domex

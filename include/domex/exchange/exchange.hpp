@@ -128,16 +128,21 @@ class Inbox {
 };
 
 /// Collective sparse exchange into an existing inbox, whose storage is reused
-/// (no allocation once it has grown to the pattern). Throws domex::Error on
-/// the rank whose outbox is invalid (destination out of range or repeated,
-/// inconsistent offsets); the other ranks complete without its messages.
+/// (no allocation once it has grown to the pattern). `options` must be the
+/// same on every rank. If one rank's outbox or options are invalid
+/// (destination out of range or repeated, inconsistent offsets, a piece size
+/// above INT_MAX), every rank throws the same domex::Error naming that rank
+/// and value, without an extra collective on the valid path: the news travels
+/// in the algorithm's own synchronisation. Basic guarantee: after any throw
+/// `into` is empty (no sources, no data) and reusable; the Comm stays usable.
 template <Sendable T>
 void exchange(Comm& comm, const Outbox<T>& outbox, Inbox<T>& into, const ExchangeOptions& options = {}) {
   static_assert(alignof(T) <= alignof(std::max_align_t), "over-aligned types cannot be exchanged");
+  into.stats_ = {};
   into.stats_ = detail::exchange_bytes(comm, outbox.view(), into.store_, options);
 }
 
-/// Collective sparse exchange; returns what this rank received.
+/// Collective sparse exchange; returns what this rank received. Errors as above.
 template <Sendable T>
 [[nodiscard]] Inbox<T> exchange(Comm& comm, const Outbox<T>& outbox, const ExchangeOptions& options = {}) {
   Inbox<T> inbox;

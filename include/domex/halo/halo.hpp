@@ -163,9 +163,9 @@ struct DepthModel {
 /// radius-1 stencil with deep halos,
 ///   T(k) = [alpha * messages + beta * bytes(k)] / k + t_cell * mean_s cells(k, s),
 /// where cells(k, s) is the region updated s steps after an exchange (owned
-/// cells plus k - s ghost layers on sides with neighbours). Local: call with
-/// values already reduced over ranks (e.g. the max t_cell) so that every rank
-/// chooses the same k.
+/// cells plus k - s ghost layers on sides with neighbours). Collective over
+/// the grid's communicator: T(k) is the slowest rank's (one allreduce), so
+/// every rank chooses the same k; `model` must be equal on every rank.
 [[nodiscard]] int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& model);
 
 }  // namespace domex
