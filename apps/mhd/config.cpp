@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <domex/halo/cartesian.hpp>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "output.hpp"  // collectively
+#include "solver.hpp"  // Solver::bytes_per_cell
 
 namespace domex::mhd {
 namespace {
@@ -16,17 +19,53 @@ constexpr int max_depth = 8;
 
 [[noreturn]] void reject(std::string_view what) { fail("domex-mhd", what); }
 
-/// Why `folder` cannot be created or written ("" if it can), without creating it.
+/// Why `folder` cannot be used for output ("" if it can). Tried for real:
+/// the folder is created and a probe file written and removed, because a
+/// permission check alone passes as root on read-only or pseudo file systems
+/// (/proc, a read-only mount) where the run would fail later. Folders the
+/// probe created are removed again when it fails, so nothing is left behind.
 std::string output_problem(const std::filesystem::path& folder) {
   namespace fs = std::filesystem;
   std::error_code error;
-  fs::path existing = fs::absolute(folder, error);
+  const fs::path target = fs::absolute(folder, error);
   if (error) return error.message();
-  // Walk up to the deepest part that exists: it must be a writable folder.
+  fs::path existing = target;
   while (!fs::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
   if (!fs::is_directory(existing, error)) return fmt::format("{} is not a folder", existing.string());
-  if (::access(existing.c_str(), W_OK | X_OK) != 0) return fmt::format("{} is not writable", existing.string());
+  const auto remove_created = [&] {
+    for (fs::path p = target; p != existing && p.has_relative_path(); p = p.parent_path()) fs::remove(p, error);
+  };
+  fs::create_directories(target, error);
+  if (error) {
+    const std::string why = error.message();
+    remove_created();
+    return why;
+  }
+  const fs::path probe = target / ".domex-write-probe";
+  {
+    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+    out << "probe\n";
+    out.close();
+    if (!out) {
+      fs::remove(probe, error);
+      remove_created();
+      return fmt::format("cannot write a file in {}", target.string());
+    }
+  }
+  fs::remove(probe, error);
   return "";
+}
+
+/// Bytes of memory this node has available, from /proc/meminfo (MemAvailable),
+/// else the physical pages; 0 if unknown.
+double available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024.0;
+  const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
 }
 
 }  // namespace
@@ -109,6 +148,31 @@ void validate(const Config& config, const Comm& comm) {
                                     {config.d_p, "d-p"},
                                     {config.eta, "eta"}})
     if (!(value >= 0)) reject(fmt::format("--{} {}: must be >= 0", name, value));
+
+  // Memory: the largest block with its ghost layers, times the arrays the
+  // solver keeps per cell, summed over the ranks of this node, must fit the
+  // node's available memory, checked before anything is allocated.
+  {
+    const int depth = config.depth ? config.depth : 4;  // 0: choose_depth picks at most 4
+    long double block_cells = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+      const long largest = (config.cells[axis] + dims[axis] - 1) / dims[axis];
+      block_cells *= static_cast<long double>(largest + 2 * depth);
+    }
+    const double mine = static_cast<double>(block_cells * Solver::bytes_per_cell);
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+    const Comm on_node = Comm::adopt(node);
+    const double needed = on_node.allreduce(mine, MPI_SUM);
+    // The verdict of the node with the least room, the same on every rank.
+    const double available = available_memory();
+    const double room = comm.allreduce(available > 0 ? available - needed : 1.0, MPI_MIN);
+    if (room < 0 || !std::isfinite(needed))
+      reject(fmt::format("--cells {} {} {}: needs about {:.3g} GiB per node ({} ranks of {:.3g} GiB), more than the "
+                         "{:.3g} GiB available: use more ranks or fewer cells",
+                         config.cells[0], config.cells[1], config.cells[2], needed / 1073741824.0,
+                         on_node.size(), mine / 1073741824.0, available / 1073741824.0));
+  }
 
   // Filesystem verdict from rank 0 only, thrown on every rank.
   if (!config.output.empty())

@@ -158,6 +158,8 @@ int run(int argc, char** argv) {
   const bool root = comm.rank() == 0;
   CLI::App app{"domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid (run under mpirun)"};
   app.set_config("--config", "", "INI file of key = value lines, keys named like the flags");
+  // A key the program does not know (a typo) is an error, not a silent default.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   Config config;
   std::vector<long> cells(config.cells.begin(), config.cells.end());
   std::vector<int> dims(config.dims.begin(), config.dims.end());

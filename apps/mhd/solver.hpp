@@ -77,6 +77,13 @@ class Solver {
  private:
   using Fields = std::array<std::vector<double>, field::count>;
   using Vectors = std::array<std::vector<double>, 3>;
+
+ public:
+  /// Memory per cell (ghosts included): three sets of fields and four
+  /// vectors, plus a margin for the halo buffers and index lists.
+  static constexpr double bytes_per_cell = (3.0 * field::count + 4 * 3 + 4) * sizeof(double);
+
+ private:
   struct Box {
     std::array<long, 3> lo, hi;
   };

@@ -1,9 +1,12 @@
+#include <domex/comm/collective.hpp>
 #include <domex/halo/cartesian.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
+#include <span>
+#include <string>
 
 namespace domex {
 namespace {
@@ -45,14 +48,38 @@ std::pair<std::size_t, std::size_t> CartesianGrid::block(std::size_t cells, int 
   return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
 }
 
-/// The Cartesian communicator for the checked and completed dims.
+/// The Cartesian communicator for the checked and completed dims. Collective:
+/// every rank checks its own arguments and that they equal every other rank's
+/// (two small allreduces), so one rank's bad or different input is the same
+/// domex::Error on every rank instead of a hang in MPI_Cart_create.
 static MPI_Comm create_cartesian(const Comm& comm, std::array<std::size_t, 3> global_cells, const CartesianOptions& options) {
-  for (int axis = 0; axis < 3; ++axis) {
+  std::string problem;
+  for (int axis = 0; axis < 3 && problem.empty(); ++axis) {
     if (global_cells[axis] == 0)
-      fail("CartesianGrid", fmt::format("global_cells[{}] is 0: every axis needs at least one cell", axis));
-    if (options.dims[axis] < 0)
-      fail("CartesianGrid", fmt::format("dims[{}] = {} is negative", axis, options.dims[axis]));
+      problem = fmt::format("global_cells[{}] is 0: every axis needs at least one cell", axis);
+    else if (global_cells[axis] > static_cast<std::size_t>(std::numeric_limits<long long>::max()))
+      problem = fmt::format("global_cells[{}] = {} is too large", axis, global_cells[axis]);
+    else if (options.dims[axis] < 0)
+      problem = fmt::format("dims[{}] = {} is negative", axis, options.dims[axis]);
   }
+  agree(comm, "CartesianGrid", problem);
+  // Every argument as (value, -value), reduced with MAX: min == max on every axis iff all ranks agree.
+  std::array<long long, 18> extremes{};
+  for (int axis = 0; axis < 3; ++axis) {
+    const long long values[3] = {static_cast<long long>(global_cells[axis]), options.dims[axis],
+                                 options.periodic[axis] ? 1 : 0};
+    for (int k = 0; k < 3; ++k) {
+      extremes[static_cast<std::size_t>(6 * axis + 2 * k)] = values[k];
+      extremes[static_cast<std::size_t>(6 * axis + 2 * k + 1)] = -values[k];
+    }
+  }
+  comm.allreduce_in_place(std::span<long long>(extremes), MPI_MAX);
+  for (std::size_t i = 0; i < extremes.size(); i += 2)
+    if (extremes[i] != -extremes[i + 1])
+      fail("CartesianGrid", fmt::format("ranks passed different {} on axis {} (from {} to {}): every rank must pass the "
+                                        "same global cells, dims and periodicity",
+                                        std::array{"global_cells", "dims", "periodic"}[(i / 2) % 3], "xyz"[i / 6],
+                                        -extremes[i + 1], extremes[i]));
   std::array<int, 3> dims = choose_dims(comm.size(), options.dims, global_cells);
   if (dims[0] == 0)
     fail("CartesianGrid",

@@ -1,3 +1,4 @@
+#include <domex/comm/collective.hpp>
 #include <domex/exchange/cost_model.hpp>
 #include <domex/halo/halo.hpp>
 
@@ -175,9 +176,7 @@ HaloPlan::HaloPlan(const CartesianGrid& grid, HaloOptions options)
     if (has_neighbour && n[a] < static_cast<std::size_t>(options.depth))
       problem = fmt::format("depth {} exceeds the {} cells this rank owns on axis {}", options.depth, n[a], "xyz"[a]);
   }
-  if (grid.comm().allreduce(problem.empty() ? 0 : 1, MPI_MAX))
-    fail("HaloPlan", problem.empty() ? fmt::format("depth {} is too large for the cells some rank owns", options.depth)
-                                     : problem);
+  agree(grid.comm(), "HaloPlan", problem);
   for (int a = 0; a < 3; ++a) extent_[a] = n[a] + 2 * static_cast<std::size_t>(options.depth);
   state_->rounds = build_rounds(grid, options.depth, options.stencil);
   state_->buffers.resize(state_->rounds.size());

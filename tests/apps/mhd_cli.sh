@@ -35,6 +35,24 @@ status=0
 run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "bad --problem: exit status $status, expected 2"
 [[ ! -e "$work/bad" ]] || fail "bad --problem: the output folder was created"
+# expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
+expect_bad() {
+  local name=$1 needle=$2; shift 2
+  local status=0
+  run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
+  [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
+  grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
+  [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
+}
+# A grid far beyond memory is refused before anything is allocated.
+expect_bad "huge grid" "--cells 100000 100000 100000" --cells 100000 100000 100000 --output "$work/bad"
+# An unknown key in the INI file (a typo) is an error, not a silent default.
+printf 'cells = 8 8 8\nstpes = 5\n' > "$work/typo.ini"
+expect_bad "INI typo" "stpes" --config "$work/typo.ini" --output "$work/bad"
+# An output folder that cannot be created is refused before the run.
+touch "$work/a-file"
+expect_bad "output under a file" "--output $work/a-file/out" --cells 8 8 8 --steps 2 --output "$work/a-file/out"
+expect_bad "output in /proc" "--output /proc/domex-test" --cells 8 8 8 --steps 2 --output /proc/domex-test
 
 if [[ -n "$python" ]]; then
   "$python" "$root/tools/plot_mhd.py" "$work/two/snapshot_000006.vtk" -o "$work/plot.png" > /dev/null
