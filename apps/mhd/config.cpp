@@ -23,7 +23,7 @@ constexpr int max_depth = 8;
 /// the folder is created and a probe file written and removed, because a
 /// permission check alone passes as root on read-only or pseudo file systems
 /// (/proc, a read-only mount) where the run would fail later. Folders the
-/// probe created are removed again when it fails, so nothing is left behind.
+/// probe created are removed again, so validation writes nothing.
 std::string output_problem(const std::filesystem::path& folder) {
   namespace fs = std::filesystem;
   std::error_code error;
@@ -53,6 +53,7 @@ std::string output_problem(const std::filesystem::path& folder) {
     }
   }
   fs::remove(probe, error);
+  remove_created();
   return "";
 }
 

@@ -153,6 +153,14 @@ struct HaloPlan::State {
   std::vector<std::size_t> signature;  ///< element sizes the buffers are laid out for
   std::vector<FieldView> fields;       ///< of the exchange in progress
   bool active = false;
+  std::size_t bytes_per_cell = 0;      ///< of the exchange in progress
+  /// A neighbour whose input was invalid sent empty messages instead of its
+  /// ghosts: its rank (-1: none). From then on this rank sends empty
+  /// messages too (later rounds relay the news), unpacks nothing, and
+  /// finish() throws.
+  int poisoned_by = -1;
+  std::vector<MPI_Request> empty_sends;
+  std::vector<MPI_Status> statuses;
 
   void free_requests() noexcept {
     for (auto& round : buffers)
@@ -260,14 +268,25 @@ void HaloPlan::begin_views(std::span<const FieldView> fields) {
   if (s.active) fail("HaloPlan::begin", "an exchange is already in progress: call finish() first");
   std::vector<std::size_t> signature;
   std::size_t bytes_per_cell = 0;
+  std::string problem;
   for (std::size_t f = 0; f < fields.size(); ++f) {
-    if (fields[f].elements != cells())
-      fail("HaloPlan::begin", fmt::format("field {} has {} elements, the plan needs cells() = {}", f,
-                                          fields[f].elements, cells()));
+    if (fields[f].elements != cells() && problem.empty())
+      problem = fmt::format("field {} has {} elements, the plan needs cells() = {}", f, fields[f].elements, cells());
     signature.push_back(fields[f].element_size);
     bytes_per_cell += fields[f].element_size;
   }
+  if (options_.method != HaloMethod::plan) {
+    // The baselines agree with one allreduce per exchange.
+    agree(s.comm, "HaloPlan::begin", problem);
+  } else if (!problem.empty()) {
+    // No allreduce on the plan's path: this rank sends empty messages where
+    // its ghosts would go, so its neighbours notice and throw in finish().
+    send_empty_exchange();
+    fail("HaloPlan::begin", problem);
+  }
   s.fields.assign(fields.begin(), fields.end());
+  s.bytes_per_cell = bytes_per_cell;
+  s.poisoned_by = -1;
 
   if (signature != s.signature) {
     // New field types: new buffers and, for the plan, new persistent requests
@@ -340,6 +359,19 @@ void HaloPlan::start_round(std::size_t r) {
     for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
   }
   if (options_.method == HaloMethod::plan) {
+    if (s.poisoned_by >= 0) {
+      // Receives as usual (the first requests), empty messages instead of the sends.
+      std::size_t receives = 0;
+      for (const Transfer& t : round.transfers) receives += t.rank >= 0 ? 1 : 0;
+      if (receives) check_mpi(MPI_Startall(static_cast<int>(receives), buffers.requests.data()), "MPI_Startall");
+      for (const Transfer& t : round.transfers) {
+        if (t.rank < 0) continue;
+        MPI_Request request;
+        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
+        s.empty_sends.push_back(request);
+      }
+      return;
+    }
     if (!buffers.requests.empty())
       check_mpi(MPI_Startall(static_cast<int>(buffers.requests.size()), buffers.requests.data()), "MPI_Startall");
     return;
@@ -375,9 +407,23 @@ void HaloPlan::complete_round(std::size_t r) {
   State& s = *state_;
   if (options_.method == HaloMethod::naive) return;  // unpacked as received
   auto& buffers = s.buffers[r];
-  if (options_.method == HaloMethod::plan && !buffers.requests.empty())
-    check_mpi(MPI_Waitall(static_cast<int>(buffers.requests.size()), buffers.requests.data(), MPI_STATUSES_IGNORE),
+  if (options_.method == HaloMethod::plan && !buffers.requests.empty()) {
+    s.statuses.resize(buffers.requests.size());
+    check_mpi(MPI_Waitall(static_cast<int>(buffers.requests.size()), buffers.requests.data(), s.statuses.data()),
               "MPI_Waitall");
+    wait_empty_sends();
+    // A message shorter than the ghosts it carries is a neighbour's news
+    // that its input was invalid (see send_empty_exchange()).
+    std::size_t i = 0;
+    for (const Transfer& t : s.rounds[r].transfers) {
+      if (t.rank < 0) continue;
+      int count = 0;
+      check_mpi(MPI_Get_count(&s.statuses[i++], MPI_BYTE, &count), "MPI_Get_count");
+      if (static_cast<std::size_t>(count) != t.recv.cells() * s.bytes_per_cell && s.poisoned_by < 0)
+        s.poisoned_by = t.rank;
+    }
+  }
+  if (s.poisoned_by >= 0) return;  // ghosts stay as they were
   for (const Transfer& t : s.rounds[r].transfers) {
     if (t.rank < 0) continue;
     std::byte* packed = buffers.recv.data() + t.recv_offset;
@@ -393,6 +439,47 @@ void HaloPlan::finish() {
   for (std::size_t r = 1; r < s.rounds.size(); ++r) {
     start_round(r);
     complete_round(r);
+  }
+  if (s.poisoned_by >= 0)
+    fail("HaloPlan::finish",
+         fmt::format("neighbour rank {} sent no ghosts because the input of a rank to begin() was invalid (that "
+                     "rank or, with Stencil::faces, one whose ghosts it relays; its own error names it); ghosts "
+                     "not received before the news were left unchanged",
+                     s.poisoned_by));
+}
+
+void HaloPlan::wait_empty_sends() {
+  State& s = *state_;
+  if (!s.empty_sends.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(s.empty_sends.size()), s.empty_sends.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  s.empty_sends.clear();
+}
+
+void HaloPlan::send_empty_exchange() {
+  // Every round in order, as a valid rank would run it: empty messages to the
+  // neighbours, and their messages received (of whatever size) and dropped,
+  // so that nothing is left unmatched on the plan's communicator.
+  State& s = *state_;
+  std::vector<std::byte> dropped;
+  for (const Round& round : s.rounds) {
+    for (const Transfer& t : round.transfers) {
+      if (t.rank < 0) continue;
+      MPI_Request request;
+      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
+      s.empty_sends.push_back(request);
+    }
+    for (const Transfer& t : round.transfers) {
+      if (t.rank < 0) continue;
+      MPI_Status status;
+      check_mpi(MPI_Probe(t.rank, t.recv_tag(), s.comm.get(), &status), "MPI_Probe");
+      int count = 0;
+      check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
+      dropped.resize(static_cast<std::size_t>(count));
+      check_mpi(MPI_Recv(dropped.data(), count, MPI_BYTE, t.rank, t.recv_tag(), s.comm.get(), MPI_STATUS_IGNORE),
+                "MPI_Recv");
+    }
+    wait_empty_sends();
   }
 }
 

@@ -82,4 +82,36 @@ TEST(CartesianGrid, RejectsImpossibleShapes) {
   }
 }
 
+TEST(CartesianGrid, OneRanksBadOrDifferentArgumentsAreAnErrorOnEveryRank) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto error_of = [](auto&& make) {
+    try {
+      make();
+    } catch (const domex::Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  for (int bad : {0, comm.size() - 1, comm.size() / 2}) {
+    // A bad value on one rank: every rank throws, naming that rank.
+    const std::string zero = error_of([&] {
+      const std::size_t nz = comm.rank() == bad ? 0 : 8;
+      domex::CartesianGrid grid(comm, {8, 8, nz});
+    });
+    EXPECT_NE(zero.find("rank " + std::to_string(bad) + ": CartesianGrid: global_cells[2] is 0"), std::string::npos)
+        << zero;
+    // A different but valid value on one rank: every rank throws.
+    if (comm.size() > 1) {
+      const std::string differ = error_of([&] {
+        const std::size_t nx = comm.rank() == bad ? 9 : 8;
+        domex::CartesianGrid grid(comm, {nx, 8, 8}, {.periodic = {comm.rank() == bad, false, false}});
+      });
+      EXPECT_NE(differ.find("ranks passed different"), std::string::npos) << differ;
+    }
+  }
+  // The communicator is still usable.
+  domex::CartesianGrid grid(comm, {8, 8, 8});
+  EXPECT_EQ(grid.comm().allreduce(1, MPI_SUM), comm.size());
+}
+
 }  // namespace

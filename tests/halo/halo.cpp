@@ -184,6 +184,66 @@ TEST(HaloPlan, BadUseIsAClearError) {
   EXPECT_EQ(wrong_cells(plan, f), 0);
 }
 
+TEST(HaloPlan, OneRanksBadFieldIsAnErrorOnItAndOnEveryRankThatNeedsItsGhosts) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto p = static_cast<std::size_t>(comm.size());
+  for (const bool periodic : {true, false})
+    for (Stencil stencil : {Stencil::full, Stencil::faces})
+      for (HaloMethod method : {HaloMethod::plan, HaloMethod::neighbor_alltoallv, HaloMethod::naive}) {
+        domex::CartesianGrid grid(comm, {3 * p + 1, 5, 6}, {.periodic = {periodic, periodic, periodic}});
+        domex::HaloPlan plan(grid, {.depth = 1, .stencil = stencil, .method = method});
+        for (int bad : {0, comm.size() - 1, comm.size() / 2}) {
+          SCOPED_TRACE(std::string("stencil ") + domex::to_string(stencil) + ", method " + domex::to_string(method) +
+                       ", periodic " + std::to_string(periodic) + ", bad rank " + std::to_string(bad));
+          Fields f = filled(plan);
+          const Fields before = f;
+          std::vector<double> short_field(plan.cells() - 1);
+          std::string error;
+          try {
+            if (comm.rank() == bad) plan.exchange(f.id, short_field);
+            else plan.exchange(f.id, f.twice);
+          } catch (const domex::Error& e) {
+            error = e.what();
+          }
+          // The same exchange with valid fields everywhere (collective: every rank).
+          Fields correct = filled(plan);
+          plan.exchange(correct.id, correct.twice);
+          if (comm.rank() == bad) {
+            EXPECT_NE(error.find("field 1"), std::string::npos) << error;
+          } else if (!error.empty()) {
+            // A rank whose ghosts depend on the bad rank: told so, and every
+            // cell holds its owner's value or is unchanged.
+            if (method != HaloMethod::plan) {  // the baselines agree: the bad rank's own error
+              EXPECT_NE(error.find("rank " + std::to_string(bad) + ": HaloPlan::begin: field 1"), std::string::npos)
+                  << error;
+            } else {
+              if (stencil == Stencil::full) {
+                EXPECT_NE(error.find("neighbour rank " + std::to_string(bad)), std::string::npos) << error;
+              }
+              EXPECT_NE(error.find("invalid"), std::string::npos) << error;
+            }
+            for (std::size_t at = 0; at < f.id.size(); ++at)
+              ASSERT_TRUE(f.id[at] == before.id[at] || f.id[at] == correct.id[at]) << "cell " << at;
+          } else {
+            // Not a neighbour (plan only): its ghosts are all correct.
+            EXPECT_EQ(method, HaloMethod::plan);
+            EXPECT_EQ(f.id, correct.id);
+            EXPECT_EQ(f.twice, correct.twice);
+          }
+          // Every rank whose ghosts come from the bad rank knows: with 26
+          // neighbours on a periodic grid that is every rank.
+          const int errors = comm.allreduce(error.empty() ? 0 : 1, MPI_SUM);
+          if (periodic && stencil == Stencil::full && grid.dims() == std::array<int, 3>{2, 2, 2}) {
+            EXPECT_EQ(errors, comm.size());
+          }
+          // The plan still works afterwards, on every rank.
+          Fields g = filled(plan);
+          plan.exchange(g.id, g.twice, g.tagged);
+          EXPECT_EQ(wrong_cells(plan, g), 0);
+        }
+      }
+}
+
 TEST(ChooseDepth, FollowsTheCostBalance) {
   domex::Comm comm{MPI_COMM_WORLD};
   domex::CartesianGrid grid(comm, {40, 40, 40}, {.periodic = {true, true, true}});
