@@ -1,5 +1,6 @@
 // domex-bench: benchmarks of domex's communication, one subcommand each.
 //   mpirun -n 8 domex-bench sparse --json sparse.json
+// Exit status: 0 done, 2 bad arguments (checked before any work).
 
 #include "command.hpp"
 
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // Every rank parses the same arguments, so every rank leaves here.
-    status = rank == 0 ? app.exit(error) : (error.get_exit_code() != 0 ? 1 : 0);
+    // Bad arguments: one message (rank 0), exit status 2.
+    const int code = rank == 0 ? app.exit(error) : error.get_exit_code();
+    status = code == 0 ? 0 : 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "domex-bench: %s\n", error.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -149,7 +149,11 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--sizes", options->sizes, "bytes per message")->capture_default_str();
   command->add_option("--patterns", options->patterns, "neighbours6, neighbours26, neighbours26+far")
       ->capture_default_str();
-  command->add_option("--algorithms", options->algorithms, "algorithms to compare")->capture_default_str();
+  std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
+  for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));
+  command->add_option("--algorithms", options->algorithms, "algorithms to compare")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
   command->add_option("--seconds-per-row", options->seconds_per_row, "measuring time per row")
       ->capture_default_str();
   command->add_option("--far-fraction", options->far_fraction, "chance per neighbour of an extra far destination")

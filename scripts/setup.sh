@@ -6,6 +6,7 @@
 domex_packages=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev
                 libfmt-dev libcli11-dev libgtest-dev python3 python3-matplotlib)
 if [[ "${DOMEX_WITH_MPICH:-0}" == 1 ]]; then domex_packages+=(mpich libmpich-dev); fi
+if [[ "${DOMEX_WITH_FUZZ:-0}" == 1 ]]; then domex_packages+=(clang libclang-rt-dev); fi
 
 domex_missing=()
 for package in "${domex_packages[@]}"; do

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
 #include "config.hpp"
 #include "output.hpp"
 #include "solver.hpp"
@@ -20,42 +21,6 @@
 namespace {
 
 using namespace domex::mhd;
-
-/// Adds every Config field as a flag; the config file uses the same names.
-void add_options(CLI::App& app, Config& config, std::vector<long>& cells, std::vector<int>& dims) {
-  app.add_option("--cells", cells, "global cells NX NY NZ")->expected(3)->capture_default_str();
-  app.add_option("--steps", config.steps, "time steps")->capture_default_str();
-  app.add_option("--depth", config.depth, "ghost layers k = steps between exchanges (0: automatic)")
-      ->capture_default_str();
-  app.add_option("--dims", dims, "ranks per axis (0: automatic)")->expected(3)->capture_default_str();
-  app.add_option("--problem", config.problem, "magnetosphere | periodic-wave")->capture_default_str();
-  app.add_option("--output", config.output, "output folder (empty: write nothing)")->capture_default_str();
-  app.add_option("--image-every", config.image_every, "slice PNG every N steps (0: none)")->capture_default_str();
-  app.add_option("--snapshot-every", config.snapshot_every, "VTK snapshot every N steps (0: none)")
-      ->capture_default_str();
-  const auto physical = [&](const char* name, double& value, const char* help) {
-    app.add_option(name, value, help)->capture_default_str()->group("Physics");
-  };
-  physical("--x-min", config.x_min, "box: lowest x (planet radii)");
-  physical("--x-max", config.x_max, "box: highest x");
-  physical("--half-width", config.half_width, "box: |y|, |z| <= half-width");
-  physical("--rho-sw", config.rho_sw, "solar wind density");
-  physical("--v-sw", config.v_sw, "solar wind speed (along +x)");
-  physical("--p-sw", config.p_sw, "solar wind pressure");
-  physical("--bz-imf", config.bz_imf, "interplanetary field Bz");
-  physical("--dipole", config.dipole, "dipole moment (along -z)");
-  physical("--gm", config.gm, "G * planet mass");
-  physical("--r-inner", config.r_inner, "inner boundary radius");
-  physical("--rho-inner", config.rho_inner, "density inside the inner boundary");
-  physical("--p-inner", config.p_inner, "pressure inside the inner boundary");
-  physical("--gamma", config.gamma, "adiabatic index");
-  physical("--cfl", config.cfl, "Courant number of the initial state");
-  physical("--dt", config.dt, "fixed time step (0: from --cfl)");
-  physical("--d-rho", config.d_rho, "density diffusion");
-  physical("--nu", config.nu, "viscosity");
-  physical("--d-p", config.d_p, "pressure diffusion");
-  physical("--eta", config.eta, "resistivity");
-}
 
 /// The whole run after validation. Collective; throws domex::Error on every rank.
 void simulate(const domex::Comm& comm, const Config& config, bool verify) {
@@ -156,25 +121,17 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
 int run(int argc, char** argv) {
   domex::Comm comm{MPI_COMM_WORLD};
   const bool root = comm.rank() == 0;
-  CLI::App app{"domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid (run under mpirun)"};
-  app.set_config("--config", "", "INI file of key = value lines, keys named like the flags");
-  // A key the program does not know (a typo) is an error, not a silent default.
-  app.allow_config_extras(CLI::config_extras_mode::error);
-  Config config;
-  std::vector<long> cells(config.cells.begin(), config.cells.end());
-  std::vector<int> dims(config.dims.begin(), config.dims.end());
-  bool verify = false;
-  add_options(app, config, cells, dims);
-  app.add_flag("--verify", verify, "print a checksum of the final state (equal for any np, dims, depth)");
+  CommandLine line;
+  auto app = make_app(line);
   try {
-    app.parse(argc, argv);
+    app->parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // Every rank parses the same arguments, so every rank leaves here.
-    const int code = root ? app.exit(error) : error.get_exit_code();
+    const int code = root ? app->exit(error) : error.get_exit_code();
     return code == 0 ? 0 : 2;
   }
-  std::copy(cells.begin(), cells.end(), config.cells.begin());
-  std::copy(dims.begin(), dims.end(), config.dims.begin());
+  const Config config = line.finish();
+  const bool verify = line.verify;
   try {
     validate(config, comm);
   } catch (const domex::Error& error) {
