@@ -1,54 +1,252 @@
-// automatic: the algorithm with the least predicted time under the calibrated
-// CostModel, for the pattern reduced over ranks. All ranks must choose the
-// same algorithm, which needs one small MPI_Allreduce; it is done on the
-// first call on a Comm and then every `decide_every` calls, so its cost is
-// amortised (patterns of a simulation change slowly from step to step).
+// automatic: starts from the cost model's ranking, then learns from the
+// caller's own calls which algorithm is fastest for each class of calls, and
+// keeps checking at an exponentially decreasing rate.
+//
+// Identical on every rank by construction: decisions are taken only at epoch
+// boundaries (the same call number on every rank), from values reduced in the
+// one MPI_Allreduce such a boundary makes anyway: the pattern's shape, the
+// model's fingerprint and the slowest rank's measured time of the epoch.
+// Between boundaries a call costs a counter decrement: epochs that measure
+// are 16 calls long, steady epochs double up to 256 calls, so the allreduce
+// costs a few nanoseconds per call in a steady run.
 
 #include "detail.hpp"
 
+#include <domex/exchange/automatic.hpp>
 #include <domex/exchange/cost_model.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 
-namespace domex::detail {
+namespace domex {
 
 namespace {
 
-constexpr std::uint64_t decide_every = 16;
+constexpr std::uint64_t measuring_epoch = 16;  // calls; the first is not timed (warm-up)
+constexpr std::uint64_t longest_epoch = 256;
+constexpr std::size_t candidates = 3;          // the model's best three are timed
+constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs between rechecks
 
-struct AutomaticChoice {
-  explicit AutomaticChoice(Comm&) {}
-  std::uint64_t calls = 0;
-  Algorithm chosen = Algorithm::nbx;
+double clock_skew = 1.0;
+
+std::size_t index_of(Algorithm algorithm) {
+  for (std::size_t i = 0; i < concrete_algorithms.size(); ++i)
+    if (concrete_algorithms[i] == algorithm) return i;
+  return 0;
+}
+
+/// floor(log2(x)) + 1 for x >= 1, else 0.
+int size_class(double x) { return x >= 1 ? std::bit_width(static_cast<std::uint64_t>(x)) : 0; }
+
+struct ClassState {
+  AutomaticClass report;
+  std::array<Algorithm, candidates> ranked{};  // the model's order
+  std::uint64_t steady_epochs = 0;             // since the last (re)check
+  std::uint64_t recheck_after = first_recheck;
+  std::size_t challenger = 1;                  // next of ranked[] to recheck against the incumbent
+  int recheck_stage = 0;                       // 1: timing the incumbent, 2: timing a challenger
+  Algorithm timing = Algorithm::automatic;     // what the current measuring epoch times
 };
+
+struct AutomaticState {
+  explicit AutomaticState(Comm&) {}
+  std::uint64_t calls_left = 0;  // until the next decision
+  std::uint64_t steady_length = measuring_epoch;
+  Algorithm chosen = Algorithm::nbx;
+  bool measuring = false;
+  bool learned = false;
+  std::uint64_t timed_calls = 0;
+  std::uint64_t skip = 0;  // untimed calls left at the start of a measuring epoch
+  double timed_seconds = 0;
+  std::size_t current = SIZE_MAX;  // class of the epoch now running
+  std::string model_source;
+  std::vector<ClassState> classes;
+};
+
+/// Whether this call of the epoch is timed (the first of a measuring epoch is not).
+bool timed_call(AutomaticState& state) noexcept {
+  if (!state.measuring) return false;
+  if (state.skip > 0) {
+    --state.skip;
+    return false;
+  }
+  return true;
+}
+
+/// Measured here, or known from an earlier run.
+bool known(const ClassState& cls, Algorithm algorithm) {
+  return cls.report.seconds[index_of(algorithm)] >= 0 || cls.report.how == "loaded";
+}
+
+/// Sets the next epoch of `cls`: what runs, whether it is timed, how long.
+void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
+  auto& r = cls.report;
+  const auto start_measuring = [&](Algorithm algorithm) {
+    cls.timing = algorithm;
+    state.chosen = algorithm;
+    state.measuring = true;
+    state.calls_left = measuring_epoch;
+    state.skip = 1;
+    state.timed_calls = 0;
+    state.timed_seconds = 0;
+  };
+  state.measuring = false;
+  if (learning) {
+    // Exploration: every candidate once.
+    for (Algorithm candidate : cls.ranked)
+      if (!known(cls, candidate)) return start_measuring(candidate);
+    // Rechecks with exponential back-off: the incumbent, then a challenger.
+    if (cls.recheck_stage == 1) {
+      cls.recheck_stage = 2;
+      Algorithm challenger = cls.ranked[cls.challenger];
+      if (challenger == r.chosen) challenger = cls.ranked[0] == r.chosen ? cls.ranked[1] : cls.ranked[0];
+      cls.challenger = cls.challenger % (candidates - 1) + 1;
+      return start_measuring(challenger);
+    }
+    if (cls.steady_epochs >= cls.recheck_after && r.how != "model") {
+      cls.recheck_stage = 1;
+      cls.steady_epochs = 0;
+      return start_measuring(r.chosen);
+    }
+  }
+  ++cls.steady_epochs;
+  state.chosen = r.chosen;
+  state.calls_left = state.steady_length;
+  state.steady_length = std::min(2 * state.steady_length, longest_epoch);
+}
+
+/// After a measuring epoch of `cls`: record it, and choose.
+void record(ClassState& cls, double seconds_per_call) {
+  auto& r = cls.report;
+  r.seconds[index_of(cls.timing)] = seconds_per_call;
+  Algorithm best = r.chosen;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < r.seconds.size(); ++i)
+    if (r.seconds[i] >= 0 && r.seconds[i] < best_time) {
+      best_time = r.seconds[i];
+      best = concrete_algorithms[i];
+    }
+  const bool explored =
+      std::all_of(cls.ranked.begin(), cls.ranked.end(), [&](Algorithm a) { return known(cls, a); });
+  if (!explored) return;
+  if (cls.recheck_stage == 2) {
+    cls.recheck_stage = 0;
+    cls.recheck_after = best == r.chosen ? std::min(2 * cls.recheck_after, last_recheck) : first_recheck;
+  }
+  if (cls.recheck_stage == 0) {
+    r.chosen = best;
+    r.how = "learned";
+  }
+}
 
 }  // namespace
 
-Algorithm choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options) {
-  auto& state = comm.cached<AutomaticChoice>();
-  if (state.calls++ % decide_every != 0) return state.chosen;
-  // The choice is identical on every rank by construction: the pattern is
-  // reduced over ranks, and the model is either the Comm's shared one (read by
-  // rank 0 and broadcast) or the caller's, whose fingerprint rides in the same
-  // allreduce (max of f and of -f differ iff the ranks' models differ).
+namespace detail {
+
+void set_clock_skew_for_testing(double factor) noexcept { clock_skew = factor; }
+
+AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options) {
+  auto& state = comm.cached<AutomaticState>();
+  if (state.calls_left > 0) {
+    --state.calls_left;
+    ++state.classes[state.current].report.calls;
+    return {state.chosen, timed_call(state), state.learned};
+  }
+  // A decision: one allreduce (MAX) of the shape, the model fingerprint
+  // (and its negation: they differ iff ranks disagree) and the epoch's time.
   const CostModel& shared = CostModel::of_this_machine(comm);  // collective on first use: every rank calls it
   const CostModel& model = options.cost_model ? *options.cost_model : shared;
-  const double fingerprint = model.fingerprint();
-  double shape[4] = {0, 0, fingerprint, -fingerprint};  // messages, bytes sent (self excluded)
+  const bool learning = options.learning == Learning::on;
+  const double fingerprint = model.fingerprint() + (learning ? 4503599627370496.0 : 0.0);  // + 2^52: exact
+  double values[5] = {0, 0, fingerprint, -fingerprint, state.measuring ? state.timed_seconds : 0};
   for (std::size_t i = 0; i < send.ranks.size(); ++i) {
     if (send.ranks[i] == comm.rank()) continue;
-    shape[0] += 1;
-    shape[1] += static_cast<double>((send.offsets[i + 1] - send.offsets[i]) * send.element_size);
+    values[0] += 1;
+    values[1] += static_cast<double>((send.offsets[i + 1] - send.offsets[i]) * send.element_size);
   }
-  comm.allreduce_in_place(std::span<double>(shape), MPI_MAX);
-  if (shape[2] != -shape[3]) {
-    --state.calls;  // nothing was decided: the next call decides again
+  comm.allreduce_in_place(std::span<double>(values), MPI_MAX);
+  if (values[2] != -values[3])
     fail("exchange(automatic)",
-         "ExchangeOptions::cost_model differs between ranks; every rank must pass an equal model");
+         "ExchangeOptions::cost_model or ::learning differs between ranks; every rank must pass the same");
+  state.model_source = model.source();
+
+  const int message_class = size_class(values[0]);
+  const int byte_class = size_class(values[0] > 0 ? values[1] / values[0] : 0);
+  std::size_t now = SIZE_MAX;
+  for (std::size_t c = 0; c < state.classes.size(); ++c)
+    if (state.classes[c].report.message_class == message_class && state.classes[c].report.byte_class == byte_class)
+      now = c;
+  if (now == SIZE_MAX) {
+    ClassState cls;
+    cls.report.message_class = message_class;
+    cls.report.byte_class = byte_class;
+    const PatternSummary pattern{.ranks = comm.size(), .max_messages = values[0], .max_bytes = values[1]};
+    std::array<Algorithm, concrete_algorithms.size()> order = concrete_algorithms;
+    std::stable_sort(order.begin(), order.end(), [&](Algorithm a, Algorithm b) {
+      return model.predict(a, pattern) < model.predict(b, pattern);
+    });
+    std::copy_n(order.begin(), candidates, cls.ranked.begin());
+    cls.report.chosen = order[0];
+    if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class); loaded && learning) {
+      // Measured by an earlier run: start from it, and recheck with back-off.
+      cls.report.chosen = loaded->algorithm;
+      cls.report.how = "loaded";
+      cls.report.seconds[index_of(loaded->algorithm)] = loaded->seconds;
+    }
+    state.classes.push_back(cls);
+    now = state.classes.size() - 1;
   }
-  state.chosen = model.choose({.ranks = comm.size(), .max_messages = shape[0], .max_bytes = shape[1]});
-  return state.chosen;
+  // The epoch that ended belongs to its class only if the pattern stayed in it.
+  if (state.measuring && now == state.current && state.timed_calls > 0)
+    record(state.classes[now], values[4] / static_cast<double>(state.timed_calls));
+  else if (state.measuring && state.current < state.classes.size())
+    state.classes[state.current].recheck_stage = 0;  // interrupted: start the recheck again later
+  if (now != state.current) state.steady_length = measuring_epoch;
+  state.current = now;
+  ClassState& cls = state.classes[now];
+  if (!learning) {
+    cls.report.chosen = model.choose({.ranks = comm.size(), .max_messages = values[0], .max_bytes = values[1]});
+    cls.report.how = "model";
+  }
+  plan_epoch(state, cls, learning);
+  state.learned = cls.report.how != "model" || state.measuring;
+  --state.calls_left;  // this call is the epoch's first
+  ++cls.report.calls;
+  return {state.chosen, timed_call(state), state.learned};
 }
 
-}  // namespace domex::detail
+void record_automatic_time(Comm& comm, double seconds) {
+  auto& state = comm.cached<AutomaticState>();
+  state.timed_seconds += seconds * clock_skew;
+  ++state.timed_calls;
+}
+
+}  // namespace detail
+
+AutomaticReport automatic_report(const Comm& comm) {
+  const auto& state = comm.cached<AutomaticState>();
+  AutomaticReport report{state.model_source, {}};
+  for (const auto& cls : state.classes) report.classes.push_back(cls.report);
+  return report;
+}
+
+CostModel learned_model(const Comm& comm) {
+  CostModel model = CostModel::of_this_machine(comm);
+  for (const auto& cls : comm.cached<AutomaticState>().classes) {
+    const auto& r = cls.report;
+    if (r.how != "learned") continue;
+    const LearnedChoice choice{comm.size(), r.message_class, r.byte_class, r.chosen, r.seconds[index_of(r.chosen)]};
+    auto existing = std::find_if(model.learned.begin(), model.learned.end(), [&](const LearnedChoice& c) {
+      return c.ranks == choice.ranks && c.message_class == choice.message_class && c.byte_class == choice.byte_class;
+    });
+    if (existing != model.learned.end()) *existing = choice;
+    else model.learned.push_back(choice);
+  }
+  return model;
+}
+
+}  // namespace domex

@@ -149,6 +149,24 @@ CostModel CostModel::parse(const std::string& text, const std::string& path) {
         fail("CostModel::load", fmt::format("{}:{}: bad calibration_ranks in '{}'", path, number, line));
       continue;
     }
+    if (key == "learned") {
+      LearnedChoice choice;
+      std::string name;
+      if (!(fields >> choice.ranks >> choice.message_class >> choice.byte_class >> name >> choice.seconds) ||
+          choice.ranks < 1 || choice.message_class < 0 || choice.byte_class < 0 || !(choice.seconds >= 0))
+        fail("CostModel::load",
+             fmt::format("{}:{}: expected 'learned <ranks> <message_class> <byte_class> <algorithm> <seconds>', got '{}'",
+                         path, number, line));
+      try {
+        choice.algorithm = algorithm_from_string(name);
+      } catch (const Error&) {
+        choice.algorithm = Algorithm::automatic;
+      }
+      if (choice.algorithm == Algorithm::automatic)
+        fail("CostModel::load", fmt::format("{}:{}: unknown algorithm '{}'", path, number, name));
+      model.learned.push_back(choice);
+      continue;
+    }
     Algorithm algorithm;
     try {
       algorithm = algorithm_from_string(key);
@@ -182,6 +200,11 @@ std::string CostModel::text() const {
     const auto& c = (*this)[algorithm];
     text += fmt::format("{} {:.17g} {:.17g} {:.17g}\n", to_string(algorithm), c.fixed, c.per_message, c.per_byte);
   }
+  if (!learned.empty())
+    text += "# learned by automatic: ranks, message class, byte class (floor(log2) + 1), fastest, seconds per call\n";
+  for (const auto& choice : learned)
+    text += fmt::format("learned {} {} {} {} {:.17g}\n", choice.ranks, choice.message_class, choice.byte_class,
+                        to_string(choice.algorithm), choice.seconds);
   return text;
 }
 
@@ -193,6 +216,13 @@ void CostModel::save(const std::string& path) const {
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     fail("CostModel::save", fmt::format("cannot rename '{}' to '{}'", temporary, path));
+}
+
+const LearnedChoice* CostModel::find(int ranks, int message_class, int byte_class) const noexcept {
+  for (const auto& choice : learned)
+    if (choice.ranks == ranks && choice.message_class == message_class && choice.byte_class == byte_class)
+      return &choice;
+  return nullptr;
 }
 
 double CostModel::fingerprint() const {
@@ -210,6 +240,13 @@ double CostModel::fingerprint() const {
     mix(c.fixed);
     mix(c.per_message);
     mix(c.per_byte);
+  }
+  for (const auto& choice : learned) {
+    mix(choice.ranks);
+    mix(choice.message_class);
+    mix(choice.byte_class);
+    mix(static_cast<double>(choice.algorithm));
+    mix(choice.seconds);
   }
   return static_cast<double>(hash >> 12);
 }

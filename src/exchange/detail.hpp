@@ -114,7 +114,16 @@ void run_nbx(Call& call);
 void run_reduce_scatter(Call& call);
 void run_rma_fence(Call& call);
 void run_rma_passive(Call& call);
-/// Chooses a concrete algorithm for this call (collective every few calls).
-Algorithm choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options);
+/// What automatic runs for one call, and whether to time it.
+struct AutomaticDecision {
+  Algorithm algorithm;
+  bool timed;    ///< call record_automatic_time() with this call's duration
+  bool learned;  ///< for ExchangeStats::learned
+};
+/// Chooses a concrete algorithm for this call (collective at epoch
+/// boundaries: the same calls on every rank). See automatic.cpp.
+AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options);
+/// This rank's duration of a call choose_automatic() said to time.
+void record_automatic_time(Comm& comm, double seconds);
 
 }  // namespace domex::detail

@@ -265,8 +265,11 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
   into.clear();
   try {
     ExchangeStats stats;
-    stats.algorithm =
-        options.algorithm == Algorithm::automatic ? choose_automatic(comm, sent, options) : options.algorithm;
+    AutomaticDecision automatic{options.algorithm, false, false};
+    if (options.algorithm == Algorithm::automatic) automatic = choose_automatic(comm, sent, options);
+    stats.algorithm = automatic.algorithm;
+    stats.learned = automatic.learned;
+    const double start = automatic.timed ? MPI_Wtime() : 0.0;
     Call call{comm, sent, into, stats, comm.next_tag(), piece, window};
     call.failed_here = problem.has_value();
     switch (stats.algorithm) {
@@ -283,6 +286,7 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
       fail_together(comm, "exchange", problem.value_or(""));
     }
     finish(into, send.element_size, comm.rank());
+    if (automatic.timed) record_automatic_time(comm, MPI_Wtime() - start);
     return stats;
   } catch (...) {
     into.clear();

@@ -30,6 +30,10 @@ std::string_view to_string(Algorithm algorithm) noexcept;
 /// Inverse of to_string(); throws domex::Error naming the valid names.
 Algorithm algorithm_from_string(std::string_view name);
 
+/// Whether Algorithm::automatic times its candidates on the caller's own
+/// calls (on) or uses the cost model's ranking alone (off: reproducible).
+enum class Learning { on, off };
+
 /// Options of one exchange call (designated initialisers:
 /// `{.algorithm = domex::Algorithm::nbx}`).
 struct ExchangeOptions {
@@ -46,12 +50,18 @@ struct ExchangeOptions {
   /// parity); messages that do not fit are sent point-to-point. 0 means
   /// 4 MiB. Fixed by the first rma_passive call on a Comm.
   std::size_t rma_window_bytes = 0;
+  /// Algorithm::automatic: learn from measured calls (default) or not. Must
+  /// be the same on every rank (checked).
+  Learning learning = Learning::on;
 };
 
 /// What one exchange did on this rank. Messages to self are copied locally
 /// and counted in neither messages nor bytes.
 struct ExchangeStats {
   Algorithm algorithm = Algorithm::automatic;  ///< the algorithm that ran
+  /// automatic only: the choice came from measurements (learned or loaded),
+  /// not from the model's prediction alone, or this call was a measurement.
+  bool learned = false;
   std::size_t messages_sent = 0;
   std::size_t messages_received = 0;
   std::size_t bytes_sent = 0;

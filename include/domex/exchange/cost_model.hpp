@@ -6,8 +6,22 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace domex {
+
+/// What Algorithm::automatic learned for one class of calls: the fastest
+/// measured algorithm and its time per call (slowest rank). Classes: P, the
+/// busiest rank's message count and its mean bytes per message, each as
+/// floor(log2(x)) + 1 (0 for none).
+struct LearnedChoice {
+  int ranks = 1;
+  int message_class = 0;
+  int byte_class = 0;
+  Algorithm algorithm = Algorithm::nbx;
+  double seconds = 0;
+  bool operator==(const LearnedChoice&) const = default;
+};
 
 /// The shape of one exchange, reduced over ranks (the same on every rank).
 struct PatternSummary {
@@ -59,6 +73,12 @@ class CostModel {
   [[nodiscard]] double predict(Algorithm algorithm, const PatternSummary& pattern) const;
   /// The concrete algorithm with the smallest predicted time.
   [[nodiscard]] Algorithm choose(const PatternSummary& pattern) const;
+
+  /// The measured choices (saved and loaded with the model: lines
+  /// "learned <ranks> <message_class> <byte_class> <algorithm> <seconds>").
+  std::vector<LearnedChoice> learned;
+  /// The learned choice for a class, or nullptr.
+  [[nodiscard]] const LearnedChoice* find(int ranks, int message_class, int byte_class) const noexcept;
 
   [[nodiscard]] Coefficients& operator[](Algorithm algorithm);
   [[nodiscard]] const Coefficients& operator[](Algorithm algorithm) const;

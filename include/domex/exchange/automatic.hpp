@@ -1,0 +1,55 @@
+#pragma once
+// What Algorithm::automatic knows on a communicator, and how to keep it.
+//
+//   auto inbox = domex::exchange(comm, outbox);               // automatic, learning
+//   for (const auto& c : domex::automatic_report(comm).classes) ...   // what it chose, how
+//   if (comm.rank() == 0) domex::learned_model(comm).save("domex-cost-model.txt");
+
+#include <domex/comm/comm.hpp>
+#include <domex/exchange/algorithm.hpp>
+#include <domex/exchange/cost_model.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace domex {
+
+/// One class of calls automatic has seen on a Comm (see LearnedChoice for
+/// the classes).
+struct AutomaticClass {
+  int message_class = 0;
+  int byte_class = 0;
+  Algorithm chosen = Algorithm::nbx;  ///< what it runs now
+  /// "model" (predicted only), "learned" (measured here) or "loaded"
+  /// (measured in an earlier run, from the cost-model file).
+  std::string how = "model";
+  /// Measured seconds per call (slowest rank), indexed like
+  /// concrete_algorithms; negative where not measured.
+  std::array<double, concrete_algorithms.size()> seconds{-1, -1, -1, -1, -1, -1};
+  std::uint64_t calls = 0;  ///< calls of this class so far
+};
+
+/// automatic's state on `comm`: the model it started from and every class.
+/// Local, no communication; identical on every rank.
+struct AutomaticReport {
+  std::string model_source;  ///< "built-in" or the cost-model file
+  std::vector<AutomaticClass> classes;
+};
+[[nodiscard]] AutomaticReport automatic_report(const Comm& comm);
+
+/// The model automatic uses on `comm` with every measured choice added to its
+/// `learned` table: save it from one rank (`if (rank == 0) model.save(path)`)
+/// and the next run, which reads it once through CostModel::of_this_machine,
+/// starts from what this one learned. Identical on every rank; collective
+/// only if automatic has never run on `comm` (it then reads the model).
+[[nodiscard]] CostModel learned_model(const Comm& comm);
+
+namespace detail {
+/// For tests: multiplies every time automatic measures on this rank (a
+/// skewed clock). 1 restores it.
+void set_clock_skew_for_testing(double factor) noexcept;
+}  // namespace detail
+
+}  // namespace domex

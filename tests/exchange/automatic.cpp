@@ -1,0 +1,159 @@
+// Algorithm::automatic that learns: identical results while it explores,
+// the same choice on every rank after every call (also with one rank's clock
+// skewed or delayed), the measured fastest chosen, and a learned table that
+// survives a save and a load.
+
+#include <domex/exchange/automatic.hpp>
+#include <domex/exchange/exchange.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using domex::Algorithm;
+
+/// A random pattern (fixed seed, printed): each rank sends to up to 5 ranks.
+domex::Outbox<std::uint64_t> random_outbox(int rank, int size, unsigned seed, std::size_t scale) {
+  std::mt19937 random(seed * 7919u + static_cast<unsigned>(rank));
+  domex::Outbox<std::uint64_t> outbox;
+  std::vector<std::uint64_t> items;
+  for (int destination = 0; destination < size; ++destination) {
+    if (random() % 3 == 0 && destination != rank) continue;
+    items.assign(random() % (scale + 1), 0);
+    for (std::size_t k = 0; k < items.size(); ++k)
+      items[k] = (static_cast<std::uint64_t>(rank) << 40) | (static_cast<std::uint64_t>(destination) << 20) | k;
+    outbox.add(destination, items);
+  }
+  return outbox;
+}
+
+bool same(const domex::Inbox<std::uint64_t>& a, const domex::Inbox<std::uint64_t>& b) {
+  return std::equal(a.sources().begin(), a.sources().end(), b.sources().begin(), b.sources().end()) &&
+         std::equal(a.offsets().begin(), a.offsets().end(), b.offsets().begin(), b.offsets().end()) &&
+         std::equal(a.data().begin(), a.data().end(), b.data().begin(), b.data().end());
+}
+
+/// Every rank ran the same algorithm in this call.
+void expect_common(const domex::Comm& comm, const domex::ExchangeStats& stats, int call) {
+  const auto all = comm.allgather(static_cast<int>(stats.algorithm));
+  for (int algorithm : all) ASSERT_EQ(algorithm, all[0]) << "call " << call;
+}
+
+TEST(Automatic, ResultsAreIdenticalToAFixedAlgorithmWhileAndAfterLearning) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  std::printf("%s", comm.rank() == 0 ? "random patterns, seeds 1..3\n" : "");
+  for (unsigned seed = 1; seed <= 3; ++seed) {
+    const auto outbox = random_outbox(comm.rank(), comm.size(), seed, seed == 3 ? 3000 : 40);
+    const auto reference = domex::exchange(comm, outbox, {.algorithm = Algorithm::alltoall});
+    domex::Inbox<std::uint64_t> inbox;
+    for (int call = 0; call < 300; ++call) {
+      domex::exchange(comm, outbox, inbox);
+      ASSERT_TRUE(same(inbox, reference)) << "seed " << seed << ", call " << call << ", "
+                                          << domex::to_string(inbox.stats().algorithm);
+      expect_common(comm, inbox.stats(), call);
+    }
+  }
+  // Every class explored its candidates and chose the fastest it measured.
+  for (const auto& c : domex::automatic_report(comm).classes) {
+    if (c.calls < 100) continue;
+    EXPECT_EQ(c.how, "learned");
+    double fastest = 1e300;
+    for (double seconds : c.seconds)
+      if (seconds >= 0) fastest = std::min(fastest, seconds);
+    int measured = 0;
+    for (double seconds : c.seconds) measured += seconds >= 0 ? 1 : 0;
+    EXPECT_GE(measured, 3);
+    const auto at = static_cast<std::size_t>(std::find(domex::concrete_algorithms.begin(),
+                                                        domex::concrete_algorithms.end(), c.chosen) -
+                                              domex::concrete_algorithms.begin());
+    // The chosen one is the fastest measured, unless a recheck is under way.
+    EXPECT_LE(c.seconds[at], fastest * 1.0000001 + 1e-300) << domex::to_string(c.chosen);
+  }
+}
+
+TEST(Automatic, TheChoiceStaysCommonWithOneRanksClockSkewedOrDelayed) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const int odd_one = comm.size() - 1;
+  const auto outbox = random_outbox(comm.rank(), comm.size(), 11, 64);
+  const auto reference = domex::exchange(comm, outbox, {.algorithm = Algorithm::nbx});
+  if (comm.rank() == odd_one) domex::detail::set_clock_skew_for_testing(50.0);
+  domex::Inbox<std::uint64_t> inbox;
+  for (int call = 0; call < 400; ++call) {
+    if (comm.rank() == 0 && call % 37 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    domex::exchange(comm, outbox, inbox);
+    ASSERT_TRUE(same(inbox, reference)) << "call " << call;
+    expect_common(comm, inbox.stats(), call);
+  }
+  domex::detail::set_clock_skew_for_testing(1.0);
+  // The report is the same on every rank.
+  const auto report = domex::automatic_report(comm);
+  ASSERT_FALSE(report.classes.empty());
+  const auto chosen = comm.allgather(static_cast<int>(report.classes[0].chosen));
+  for (int c : chosen) EXPECT_EQ(c, chosen[0]);
+  const auto seconds = comm.allgather(report.classes[0].seconds);
+  for (const auto& s : seconds) EXPECT_EQ(s, seconds[0]);
+}
+
+TEST(Automatic, LearningOffFollowsTheModel) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto outbox = random_outbox(comm.rank(), comm.size(), 5, 8);
+  const auto& model = domex::CostModel::of_this_machine(comm);
+  for (int call = 0; call < 40; ++call) {
+    const auto inbox = domex::exchange(comm, outbox, {.learning = domex::Learning::off});
+    EXPECT_FALSE(inbox.stats().learned);
+    expect_common(comm, inbox.stats(), call);
+  }
+  const auto report = domex::automatic_report(comm);
+  ASSERT_EQ(report.classes.size(), 1u);
+  EXPECT_EQ(report.classes[0].how, "model");
+  EXPECT_EQ(report.model_source, model.source());
+  // Ranks that disagree on learning get an error, not different algorithms.
+  if (comm.size() > 1) {
+    domex::Comm fresh{MPI_COMM_WORLD};
+    const auto mode = comm.rank() == 0 ? domex::Learning::off : domex::Learning::on;
+    EXPECT_THROW((void)domex::exchange(fresh, outbox, {.learning = mode}), domex::Error);
+  }
+}
+
+TEST(Automatic, WhatWasLearnedIsSavedLoadedAndUsed) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto outbox = random_outbox(comm.rank(), comm.size(), 9, 16);
+  for (int call = 0; call < 200; ++call) (void)domex::exchange(comm, outbox);
+  const auto learned = domex::learned_model(comm);
+  ASSERT_FALSE(learned.learned.empty());
+  const std::string path = "domex_test_learned_model.txt";
+  if (comm.rank() == 0) learned.save(path);
+  comm.barrier();
+  // The file round-trips exactly.
+  const auto loaded = domex::CostModel::load(path);
+  EXPECT_EQ(loaded.learned, learned.learned);
+  EXPECT_EQ(loaded.fingerprint(), learned.fingerprint());
+  // A new run (a fresh Comm) that reads it starts from what was learned.
+  ::setenv("DOMEX_COST_MODEL", path.c_str(), 1);
+  {
+    domex::Comm next{MPI_COMM_WORLD};
+    const auto inbox = domex::exchange(next, outbox);
+    EXPECT_TRUE(inbox.stats().learned);
+    const auto report = domex::automatic_report(next);
+    ASSERT_EQ(report.classes.size(), 1u);
+    EXPECT_EQ(report.classes[0].how, "loaded");
+    EXPECT_EQ(report.model_source, path);
+    const auto* entry = learned.find(comm.size(), report.classes[0].message_class, report.classes[0].byte_class);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_EQ(report.classes[0].chosen, entry->algorithm);
+    EXPECT_EQ(inbox.stats().algorithm, entry->algorithm);
+  }
+  ::unsetenv("DOMEX_COST_MODEL");
+  comm.barrier();
+  if (comm.rank() == 0) std::remove(path.c_str());
+}
+
+}  // namespace
