@@ -8,11 +8,13 @@
 #include "patterns.hpp"
 #include "timing.hpp"
 
+#include <domex/exchange/automatic.hpp>
 #include <domex/exchange/cost_model.hpp>
 #include <domex/exchange/exchange.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -27,6 +29,7 @@ struct SparseOptions {
   std::vector<std::string> algorithms{"alltoall",  "sendrecv_reduce", "nbx",      "reduce_scatter",
                                       "rma_fence", "rma_passive",     "automatic"};
   double seconds_per_row = 0.4;
+  std::size_t learning_calls = 1000;  ///< calls timed from scratch for automatic's cost of learning
   double far_fraction = 0.25;
   std::uint64_t seed = 1;
   std::string json;
@@ -37,6 +40,9 @@ struct Row {
   std::size_t message_bytes;
   Algorithm algorithm;
   Algorithm ran;  // what automatic chose
+  std::string how;  // automatic: model, learned or loaded
+  double learning_cost = 0;  // automatic: first N calls (learning included) / N calls of the row's best
+  std::size_t learning_calls = 0;
   Summary seconds;
   std::size_t calls;
   unsigned long long max_messages_sent, max_messages_received, max_bytes_sent, max_bytes_received;
@@ -50,7 +56,7 @@ std::vector<int> destinations_of(const Comm& comm, const std::string& pattern, c
 }
 
 std::string table(const std::vector<Row>& rows) {
-  std::string out = fmt::format("{:<17} {:>8} {:<16} {:>11} {:>11} {:>11} {:>7} {:>9} {:>9} {:>10} {:>10}\n",
+  std::string out = fmt::format("{:<17} {:>8} {:<21} {:>11} {:>11} {:>11} {:>7} {:>9} {:>9} {:>10} {:>10}\n",
                                 "pattern", "bytes", "algorithm", "median[us]", "min[us]", "max[us]", "x best",
                                 "msgs out", "msgs in", "bytes out", "bytes in");
   for (std::size_t begin = 0; begin < rows.size();) {
@@ -64,14 +70,25 @@ std::string table(const std::vector<Row>& rows) {
     for (std::size_t i = begin; i < end; ++i) {
       const Row& row = rows[i];
       std::string name(to_string(row.algorithm));
-      if (row.algorithm == Algorithm::automatic) name += "->" + std::string(to_string(row.ran));
-      out += fmt::format("{:<17} {:>8} {:<16} {:>11.1f} {:>11.1f} {:>11.1f} {:>7.2f} {:>9} {:>9} {:>10} {:>10}\n",
+      if (row.algorithm == Algorithm::automatic) name = "auto->" + std::string(to_string(row.ran));
+      out += fmt::format("{:<17} {:>8} {:<21} {:>11.1f} {:>11.1f} {:>11.1f} {:>7.2f} {:>9} {:>9} {:>10} {:>10}\n",
                          row.pattern, row.message_bytes, name, 1e6 * row.seconds.median, 1e6 * row.seconds.min,
                          1e6 * row.seconds.max, row.seconds.median / best, row.max_messages_sent,
                          row.max_messages_received, row.max_bytes_sent, row.max_bytes_received);
     }
     begin = end;
   }
+  return out;
+}
+
+/// automatic's rows: what it chose, how, and what learning cost.
+std::string learning_table(const std::vector<Row>& rows) {
+  std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>12} {:>8}\n", "pattern", "bytes", "automatic chose",
+                                "how", "first calls", "x best");
+  for (const Row& row : rows)
+    if (row.algorithm == Algorithm::automatic)
+      out += fmt::format("{:<17} {:>8} {:<16} {:<8} {:>12} {:>8.3f}\n", row.pattern, row.message_bytes,
+                         to_string(row.ran), row.how, row.learning_calls, row.learning_cost);
   return out;
 }
 
@@ -83,10 +100,11 @@ std::string json_of(const std::vector<Row>& rows, int ranks) {
         "  {{\"pattern\": \"{}\", \"message_bytes\": {}, \"algorithm\": \"{}\", \"ran\": \"{}\", "
         "\"median_s\": {:.9g}, \"min_s\": {:.9g}, \"max_s\": {:.9g}, \"calls\": {}, "
         "\"max_messages_sent\": {}, \"max_messages_received\": {}, \"max_bytes_sent\": {}, "
-        "\"max_bytes_received\": {}}}{}\n",
+        "\"max_bytes_received\": {}, \"how\": \"{}\", \"learning_cost\": {:.6g}, \"learning_calls\": {}}}{}\n",
         row.pattern, row.message_bytes, to_string(row.algorithm), to_string(row.ran), row.seconds.median,
         row.seconds.min, row.seconds.max, row.calls, row.max_messages_sent, row.max_messages_received,
-        row.max_bytes_sent, row.max_bytes_received, i + 1 < rows.size() ? "," : "");
+        row.max_bytes_sent, row.max_bytes_received, row.how, row.learning_cost, row.learning_calls,
+        i + 1 < rows.size() ? "," : "");
   }
   return out + "]}\n";
 }
@@ -108,29 +126,62 @@ void run_sparse(const SparseOptions& options) {
       outbox.clear();
       std::vector<std::byte> payload(bytes, std::byte{1});
       for (int destination : destinations) outbox.add(destination, payload);
-      // Warm-up (windows, automatic's first decision), then rounds that run
-      // every algorithm once each in turn, so machine noise hits all alike.
+      // automatic runs on a Comm of its own per row, so that it learns each
+      // row from scratch: first its cost of learning, N calls from the start.
+      Comm automatic_comm{MPI_COMM_WORLD};
+      const auto communicator = [&](std::size_t a) -> Comm& {
+        return algorithms[a] == Algorithm::automatic ? automatic_comm : comm;
+      };
+      const double one_call = time_collective(comm, [&] { exchange(comm, outbox, inboxes[0], {.algorithm = algorithms[0]}); });
+      // N calls, fewer where 1000 would take more than a few seconds (large messages).
+      const std::size_t learning_calls = std::clamp<std::size_t>(
+          static_cast<std::size_t>(4.0 / std::max(one_call, 1e-9)), 100, options.learning_calls);
+      const auto time_calls = [&](Comm& on, Algorithm algorithm, Inbox<std::byte>& inbox) {
+        return time_collective(comm, [&] {
+          for (std::size_t call = 0; call < learning_calls; ++call) exchange(on, outbox, inbox, {.algorithm = algorithm});
+        });
+      };
+      double automatic_first = 0;
       for (std::size_t a = 0; a < algorithms.size(); ++a)
-        for (int warm = 0; warm < 3; ++warm) exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]});
+        if (algorithms[a] == Algorithm::automatic) automatic_first = time_calls(automatic_comm, Algorithm::automatic, inboxes[a]);
+      // Warm-up (windows), then rounds that run every algorithm once each in
+      // turn, so machine noise hits all alike.
+      for (std::size_t a = 0; a < algorithms.size(); ++a)
+        for (int warm = 0; warm < 3; ++warm) exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]});
       std::vector<std::vector<double>> samples(algorithms.size());
       double spent = 0;
       int rounds = 0;
       while (rounds < 5 || (spent < options.seconds_per_row && rounds < 2000)) {
         for (std::size_t a = 0; a < algorithms.size(); ++a) {
-          const double seconds =
-              time_collective(comm, [&] { exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]}); });
+          const double seconds = time_collective(
+              comm, [&] { exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]}); });
           samples[a].push_back(seconds);
           spent += seconds;
         }
         ++rounds;
       }
+      // The row's best fixed algorithm, N calls: the reference for the cost of learning.
+      std::size_t best = SIZE_MAX;
+      for (std::size_t a = 0; a < algorithms.size(); ++a)
+        if (algorithms[a] != Algorithm::automatic &&
+            (best == SIZE_MAX || summarize(samples[a]).median < summarize(samples[best]).median))
+          best = a;
+      const double best_calls = best == SIZE_MAX ? 0 : time_calls(comm, algorithms[best], inboxes[best]);
+      const auto report = automatic_report(automatic_comm);
       for (std::size_t a = 0; a < algorithms.size(); ++a) {
         const auto& stats = inboxes[a].stats();
         unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
                                         stats.bytes_received};
         comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
-        rows.push_back({pattern, bytes, algorithms[a], stats.algorithm, summarize(samples[a]), samples[a].size(),
-                        counts[0], counts[1], counts[2], counts[3]});
+        Row row{pattern, bytes, algorithms[a], stats.algorithm, "", 0, 0, summarize(samples[a]), samples[a].size(),
+                counts[0], counts[1], counts[2], counts[3]};
+        if (algorithms[a] == Algorithm::automatic) {
+          for (const auto& c : report.classes)
+            if (c.chosen == stats.algorithm) row.how = c.how;
+          row.learning_calls = learning_calls;
+          row.learning_cost = best_calls > 0 ? automatic_first / best_calls : 0;
+        }
+        rows.push_back(row);
       }
       if (comm.rank() == 0)
         std::fprintf(stderr, "  %-17s %8zu B done (%d rounds)\n", pattern.c_str(), bytes, rounds);
@@ -139,6 +190,10 @@ void run_sparse(const SparseOptions& options) {
   if (comm.rank() == 0) {
     std::printf("sparse exchange, %d ranks (time per call = slowest rank, from a barrier)\n%s", comm.size(),
                 table(rows).c_str());
+    if (std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end())
+      std::printf("\nautomatic (learning from its own calls; cost model: %s): what it chose, how, and its first N calls "
+                  "(learning included) against N calls of the row's best fixed algorithm\n%s",
+                  model.source().c_str(), learning_table(rows).c_str());
     if (!options.json.empty()) write_file(options.json, json_of(rows, comm.size()), "domex-bench sparse");
   }
 }
@@ -159,6 +214,9 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--far-fraction", options->far_fraction, "chance per neighbour of an extra far destination")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "seed of the far destinations")->capture_default_str();
+  command->add_option("--learning-calls", options->learning_calls,
+                      "calls of automatic timed from scratch for its cost of learning (fewer for large messages)")
+      ->capture_default_str();
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] { run_sparse(*options); });
 }};

@@ -28,10 +28,18 @@ namespace {
 
 constexpr std::uint64_t measuring_epoch = 16;  // calls; the first is not timed (warm-up)
 constexpr std::uint64_t longest_epoch = 256;
-constexpr std::size_t candidates = 3;          // the model's best three are timed
+constexpr std::size_t explored_first = 3;      // the model's best three are timed at once, the rest as challengers
 constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs between rechecks
 
 double clock_skew = 1.0;
+
+/// Calls of a class before an algorithm with a one-time setup is tried: the
+/// RMA algorithms create a window on a Comm's first use (0.2-5 ms here, a
+/// thousand small calls), which only a longer run amortises.
+constexpr std::uint64_t setup_after_calls = 1024;
+bool has_setup(Algorithm algorithm) {
+  return algorithm == Algorithm::rma_fence || algorithm == Algorithm::rma_passive;
+}
 
 std::size_t index_of(Algorithm algorithm) {
   for (std::size_t i = 0; i < concrete_algorithms.size(); ++i)
@@ -44,10 +52,10 @@ int size_class(double x) { return x >= 1 ? std::bit_width(static_cast<std::uint6
 
 struct ClassState {
   AutomaticClass report;
-  std::array<Algorithm, candidates> ranked{};  // the model's order
+  std::array<Algorithm, concrete_algorithms.size()> ranked{};  // the model's order
   std::uint64_t steady_epochs = 0;             // since the last (re)check
-  std::uint64_t recheck_after = first_recheck;
-  std::size_t challenger = 1;                  // next of ranked[] to recheck against the incumbent
+  std::uint64_t recheck_after = 2;  // steady epochs before the next recheck
+  std::size_t challenger = 0;                  // next of ranked[] to recheck against the incumbent
   int recheck_stage = 0;                       // 1: timing the incumbent, 2: timing a challenger
   Algorithm timing = Algorithm::automatic;     // what the current measuring epoch times
 };
@@ -65,6 +73,7 @@ struct AutomaticState {
   std::size_t current = SIZE_MAX;  // class of the epoch now running
   std::string model_source;
   std::vector<ClassState> classes;
+  std::array<bool, concrete_algorithms.size()> set_up{};  // ran here before: no setup left
 };
 
 /// Whether this call of the epoch is timed (the first of a measuring epoch is not).
@@ -82,11 +91,17 @@ bool known(const ClassState& cls, Algorithm algorithm) {
   return cls.report.seconds[index_of(algorithm)] >= 0 || cls.report.how == "loaded";
 }
 
+/// Whether automatic may time `algorithm` now (its setup is paid or worth paying).
+bool may_try(const AutomaticState& state, const ClassState& cls, Algorithm algorithm) {
+  return !has_setup(algorithm) || state.set_up[index_of(algorithm)] || cls.report.calls >= setup_after_calls;
+}
+
 /// Sets the next epoch of `cls`: what runs, whether it is timed, how long.
 void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
   auto& r = cls.report;
   const auto start_measuring = [&](Algorithm algorithm) {
     cls.timing = algorithm;
+    state.set_up[index_of(algorithm)] = true;
     state.chosen = algorithm;
     state.measuring = true;
     state.calls_left = measuring_epoch;
@@ -97,19 +112,45 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
   state.measuring = false;
   if (learning) {
     // Exploration: every candidate once.
-    for (Algorithm candidate : cls.ranked)
+    std::size_t tried = 0;
+    for (Algorithm candidate : cls.ranked) {
+      if (!may_try(state, cls, candidate)) continue;
       if (!known(cls, candidate)) return start_measuring(candidate);
+      if (++tried == explored_first) break;
+    }
     // Rechecks with exponential back-off: the incumbent, then a challenger.
     if (cls.recheck_stage == 1) {
       cls.recheck_stage = 2;
-      Algorithm challenger = cls.ranked[cls.challenger];
-      if (challenger == r.chosen) challenger = cls.ranked[0] == r.chosen ? cls.ranked[1] : cls.ranked[0];
-      cls.challenger = cls.challenger % (candidates - 1) + 1;
+      // Challengers in the model's order, each in turn (the incumbent skipped):
+      // the algorithms the model ranked low are tried too, so a model fitted
+      // on another machine cannot hide the best one for long.
+      Algorithm challenger = r.chosen;
+      for (Algorithm a : cls.ranked)  // never measured first
+        if (challenger == r.chosen && a != r.chosen && r.seconds[index_of(a)] < 0 && may_try(state, cls, a))
+          challenger = a;
+      for (std::size_t tries = 0; challenger == r.chosen && tries < cls.ranked.size(); ++tries) {
+        const Algorithm a = cls.ranked[cls.challenger];
+        cls.challenger = (cls.challenger + 1) % cls.ranked.size();
+        if (may_try(state, cls, a)) challenger = a;
+      }
+      if (challenger == r.chosen) {  // nothing to try yet
+        cls.recheck_stage = 0;
+        return plan_epoch(state, cls, learning);
+      }
       return start_measuring(challenger);
     }
     if (cls.steady_epochs >= cls.recheck_after && r.how != "model") {
-      cls.recheck_stage = 1;
       cls.steady_epochs = 0;
+      // While some algorithm was never measured, the incumbent's measurement
+      // is recent: time the newcomer straight away, every other steady epoch.
+      const bool unmeasured = std::any_of(cls.ranked.begin(), cls.ranked.end(), [&](Algorithm a) {
+        return r.seconds[index_of(a)] < 0 && may_try(state, cls, a);
+      });
+      if (unmeasured && r.how == "learned") {
+        cls.recheck_stage = 1;
+        return plan_epoch(state, cls, learning);
+      }
+      cls.recheck_stage = 1;
       return start_measuring(r.chosen);
     }
   }
@@ -130,12 +171,17 @@ void record(ClassState& cls, double seconds_per_call) {
       best_time = r.seconds[i];
       best = concrete_algorithms[i];
     }
-  const bool explored =
-      std::all_of(cls.ranked.begin(), cls.ranked.end(), [&](Algorithm a) { return known(cls, a); });
-  if (!explored) return;
+  std::size_t measured = 0;
+  for (Algorithm a : cls.ranked) measured += known(cls, a) ? 1 : 0;
+  if (measured < explored_first) return;
   if (cls.recheck_stage == 2) {
+    // Back off only once every algorithm has been measured and the incumbent held.
+    const bool all_measured =
+        std::all_of(r.seconds.begin(), r.seconds.end(), [](double seconds) { return seconds >= 0; });
     cls.recheck_stage = 0;
-    cls.recheck_after = best == r.chosen ? std::min(2 * cls.recheck_after, last_recheck) : first_recheck;
+    cls.recheck_after = !all_measured                ? 2
+                        : best == r.chosen           ? std::min(2 * cls.recheck_after, last_recheck)
+                                                     : first_recheck;
   }
   if (cls.recheck_stage == 0) {
     r.chosen = best;
@@ -189,7 +235,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
     std::stable_sort(order.begin(), order.end(), [&](Algorithm a, Algorithm b) {
       return model.predict(a, pattern) < model.predict(b, pattern);
     });
-    std::copy_n(order.begin(), candidates, cls.ranked.begin());
+    cls.ranked = order;
     cls.report.chosen = order[0];
     if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class); loaded && learning) {
       // Measured by an earlier run: start from it, and recheck with back-off.
