@@ -20,10 +20,13 @@
 #include <domex/comm/comm.hpp>
 #include <domex/exchange/algorithm.hpp>
 #include <domex/exchange/buffer.hpp>
+#include <domex/exchange/exchange.hpp>
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace domex::detail {
@@ -52,6 +55,15 @@ struct Call {
   }
   [[nodiscard]] bool to_self(std::size_t message) const noexcept { return send.ranks[message] == comm.rank(); }
 };
+
+/// The first thing wrong with a send side for a communicator of `size` ranks
+/// (destination out of range or repeated, offsets inconsistent), or nothing.
+std::optional<std::string> invalid(const SendView& send, int size);
+
+/// Sorts received messages by source (stable: a no-op when they arrived in
+/// order) and turns byte offsets into element offsets; throws if a message is
+/// not a whole number of elements.
+void finish_store(RecvStore& into, std::size_t element_size, int rank);
 
 /// Number of MPI messages (pieces) a message of `bytes` travels as.
 [[nodiscard]] inline std::size_t piece_count(std::size_t bytes, std::size_t piece) noexcept {
@@ -106,6 +118,13 @@ void wait_all(std::vector<MPI_Request>& requests, const char* call);
 /// does not allocate once it has grown.
 std::vector<MPI_Request>& request_scratch();
 std::vector<int>& int_scratch(std::size_t size);
+
+/// NBX in two halves, for exchange_begin/finish and the callback form:
+/// post the synchronous sends; then receive until the consensus completes,
+/// handing each message to `each` as it arrives where given (else into the
+/// store).
+void nbx_start(Call& call, std::vector<MPI_Request>& sends);
+void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHandler* each);
 
 // The algorithms (one file each).
 void run_alltoall(Call& call);

@@ -21,6 +21,38 @@ namespace {
 constexpr std::size_t default_piece = std::size_t{1} << 30;  // 1 GiB
 constexpr std::size_t default_rma_window = std::size_t{4} << 20;
 
+}  // namespace
+
+void finish_store(RecvStore& into, std::size_t element_size, int rank) {
+  const std::size_t count = into.sources.size();
+  for (std::size_t i = 0; i <= count; ++i) {
+    if (into.offsets[i] % element_size != 0)
+      fail("exchange", fmt::format("rank {} received a message of {} bytes from rank {}, not a multiple of the "
+                                   "element size {} (different types on sender and receiver?)",
+                                   rank, into.offsets[i] - (i ? into.offsets[i - 1] : 0), into.sources[i ? i - 1 : 0],
+                                   element_size));
+  }
+  if (!std::is_sorted(into.sources.begin(), into.sources.end())) {
+    std::vector<std::size_t> order(count);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return into.sources[a] < into.sources[b]; });
+    into.scratch.resize(into.data.size());
+    std::vector<int> sources(count);
+    std::vector<std::size_t> offsets(count + 1, 0);
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t i = order[k];
+      const std::size_t length = into.offsets[i + 1] - into.offsets[i];
+      if (length) std::memcpy(into.scratch.data() + offsets[k], into.data.data() + into.offsets[i], length);
+      sources[k] = into.sources[i];
+      offsets[k + 1] = offsets[k] + length;
+    }
+    into.data.swap(into.scratch);
+    into.sources.swap(sources);
+    into.offsets.swap(offsets);
+  }
+  for (auto& offset : into.offsets) offset /= element_size;
+}
+
 /// The first thing wrong with a send side, or nothing.
 std::optional<std::string> invalid(const SendView& send, int size) {
   const auto& ranks = send.ranks;
@@ -52,40 +84,6 @@ std::optional<std::string> invalid(const SendView& send, int size) {
   }
   return std::nullopt;
 }
-
-/// Sorts the received messages by source (stable: a no-op when they arrived
-/// in order) and turns byte offsets into element offsets.
-void finish(RecvStore& into, std::size_t element_size, int rank) {
-  const std::size_t count = into.sources.size();
-  for (std::size_t i = 0; i <= count; ++i) {
-    if (into.offsets[i] % element_size != 0)
-      fail("exchange", fmt::format("rank {} received a message of {} bytes from rank {}, not a multiple of the "
-                                   "element size {} (different types on sender and receiver?)",
-                                   rank, into.offsets[i] - (i ? into.offsets[i - 1] : 0), into.sources[i ? i - 1 : 0],
-                                   element_size));
-  }
-  if (!std::is_sorted(into.sources.begin(), into.sources.end())) {
-    std::vector<std::size_t> order(count);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return into.sources[a] < into.sources[b]; });
-    into.scratch.resize(into.data.size());
-    std::vector<int> sources(count);
-    std::vector<std::size_t> offsets(count + 1, 0);
-    for (std::size_t k = 0; k < count; ++k) {
-      const std::size_t i = order[k];
-      const std::size_t length = into.offsets[i + 1] - into.offsets[i];
-      if (length) std::memcpy(into.scratch.data() + offsets[k], into.data.data() + into.offsets[i], length);
-      sources[k] = into.sources[i];
-      offsets[k + 1] = offsets[k] + length;
-    }
-    into.data.swap(into.scratch);
-    into.sources.swap(sources);
-    into.offsets.swap(offsets);
-  }
-  for (auto& offset : into.offsets) offset /= element_size;
-}
-
-}  // namespace
 
 std::byte* append_message(RecvStore& into, int source, std::size_t bytes) {
   const std::size_t start = into.data.size();
@@ -285,7 +283,7 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
       into.clear();
       fail_together(comm, "exchange", problem.value_or(""));
     }
-    finish(into, send.element_size, comm.rank());
+    finish_store(into, send.element_size, comm.rank());
     if (automatic.timed) record_automatic_time(comm, MPI_Wtime() - start);
     return stats;
   } catch (...) {

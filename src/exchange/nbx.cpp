@@ -11,25 +11,26 @@
 
 namespace domex::detail {
 
-void run_nbx(Call& call) {
-  auto& requests = request_scratch();
-  copy_self(call);
-  post_sends(call, /*synchronous=*/true, requests);
+void nbx_start(Call& call, std::vector<MPI_Request>& sends) {
+  post_sends(call, /*synchronous=*/true, sends);
+}
+
+void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHandler* each) {
   thread_local std::vector<Envelope> envelopes;
   envelopes.clear();
+  RecvStore one;  // the callback form: one message at a time
   MPI_Request barrier = MPI_REQUEST_NULL;
+  bool in_barrier = false;
   const int failed_here = call.failed_here ? 1 : 0;
   int failed_anywhere = 0;
-  bool in_barrier = false;
   for (;;) {
     // Enter the barrier as soon as every send is matched, then drain what has
     // arrived: the barrier's rounds overlap the receives.
     if (!in_barrier) {
       int sent = 0;
-      check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &sent, MPI_STATUSES_IGNORE),
-                "MPI_Testall");
+      check_mpi(MPI_Testall(static_cast<int>(sends.size()), sends.data(), &sent, MPI_STATUSES_IGNORE), "MPI_Testall");
       if (sent) {
-        requests.clear();
+        sends.clear();
         check_mpi(MPI_Iallreduce(&failed_here, &failed_anywhere, 1, MPI_INT, MPI_MAX, call.comm.get(), &barrier),
                   "MPI_Iallreduce");
         in_barrier = true;
@@ -39,7 +40,16 @@ void run_nbx(Call& call) {
       MPI_Message message;
       MPI_Status status;
       check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
-      if (arrived) take_envelope(call, message, status, envelopes);
+      if (!arrived) break;
+      if (each) {
+        // Received and handed over at once: no staging of the whole inbox.
+        one.clear();
+        Call single{call.comm, call.send, one, call.stats, call.tag, call.piece, call.rma_window_bytes};
+        receive_matched(single, message, status);
+        (*each)(one.sources[0], std::span<const std::byte>(one.data.data(), one.data.size()));
+      } else {
+        take_envelope(call, message, status, envelopes);
+      }
     }
     receive_envelopes(call, envelopes);
     if (in_barrier) {
@@ -49,6 +59,13 @@ void run_nbx(Call& call) {
     }
   }
   call.failed_somewhere = failed_anywhere != 0;
+}
+
+void run_nbx(Call& call) {
+  auto& requests = request_scratch();
+  copy_self(call);
+  nbx_start(call, requests);
+  nbx_complete(call, requests, nullptr);
 }
 
 }  // namespace domex::detail

@@ -247,6 +247,47 @@ TEST_P(EveryAlgorithm, InvalidOptionsOnOneRankThrowEverywhere) {
   EXPECT_EQ(inbox.message(0)[0], (comm.rank() + comm.size() - 1) % comm.size());
 }
 
+TEST(Exchange, BeginFinishAndTheCallbackFormDeliverTheSameBytes) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  std::printf("%s", comm.rank() == 0 ? "random patterns seeds 3, 4, 5\n" : "");
+  for (unsigned seed : {3u, 4u, 5u}) {
+    const auto pattern = random_pattern(seed, 5, 200);
+    const auto outbox = outbox_of(pattern, comm.rank(), comm.size());
+    const auto reference = domex::exchange(comm, outbox, {.algorithm = Algorithm::alltoall});
+    for (std::size_t piece : {std::size_t{0}, std::size_t{48}}) {
+      // Non-blocking, with computation between begin and finish.
+      auto pending = domex::exchange_begin(comm, outbox, {.max_message_bytes = piece});
+      volatile double work = 0;
+      for (int i = 0; i < 20000; ++i) work = work + i;
+      const auto inbox = pending.finish();
+      expect_inbox(inbox, pattern, comm.rank(), comm.size(), "exchange_begin");
+      EXPECT_TRUE(std::equal(inbox.data().begin(), inbox.data().end(), reference.data().begin(),
+                             reference.data().end()));
+      // Callback form: each message handed over once, in any order.
+      std::map<int, std::vector<Item>> handed;
+      const auto stats = domex::exchange_each(
+          comm, outbox,
+          [&](int source, std::span<const Item> items) {
+            EXPECT_EQ(handed.count(source), 0u) << "source " << source << " twice";
+            handed[source].assign(items.begin(), items.end());
+          },
+          {.max_message_bytes = piece});
+      ASSERT_EQ(handed.size(), reference.message_count());
+      for (std::size_t m = 0; m < reference.message_count(); ++m) {
+        const auto& got = handed[reference.source(m)];
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), reference.message(m).begin(), reference.message(m).end()));
+      }
+      EXPECT_EQ(stats.algorithm, Algorithm::nbx);
+    }
+  }
+  // One rank's invalid outbox: every rank throws from finish().
+  domex::Outbox<int> bad;
+  if (comm.rank() == 0) bad.add(comm.size(), 1);
+  auto pending = domex::exchange_begin(comm, bad);
+  EXPECT_THROW((void)pending.finish(), domex::Error);
+  EXPECT_THROW((void)domex::exchange_each(comm, bad, [](int, std::span<const int>) {}), domex::Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Sparse, EveryAlgorithm, testing::ValuesIn(all_algorithms()),
                          [](const auto& info) { return std::string(domex::to_string(info.param)); });
 

@@ -13,16 +13,43 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
 
 namespace domex {
 
+template <Sendable T>
+class SparsePlan;
+template <Sendable T>
+class PendingExchange;
+
 namespace detail {
 /// The byte-level exchange behind every typed call: validates the send side,
 /// runs the algorithm, leaves `into` sorted by source. Collective.
 ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, const ExchangeOptions& options);
+
+/// A received message handed to the caller: its source and its bytes.
+using MessageHandler = std::function<void(int source, std::span<const std::byte> bytes)>;
+/// exchange_each() at the byte level (NBX).
+ExchangeStats exchange_each_bytes(Comm& comm, const SendView& send, const MessageHandler& each,
+                                  const ExchangeOptions& options);
+
+/// An NBX exchange whose sends are posted; finish() receives and completes.
+class PendingBytes {
+ public:
+  PendingBytes(Comm& comm, const SendView& send, const ExchangeOptions& options);
+  PendingBytes(PendingBytes&&) noexcept;
+  PendingBytes& operator=(PendingBytes&&) noexcept;
+  ~PendingBytes();
+  ExchangeStats finish(RecvStore& into);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 }  // namespace detail
 
 /// The send side: messages grouped by destination in one contiguous buffer
@@ -123,6 +150,10 @@ class Inbox {
  private:
   template <Sendable U>
   friend void exchange(Comm&, const Outbox<U>&, Inbox<U>&, const ExchangeOptions&);
+  template <Sendable U>
+  friend class SparsePlan;
+  template <Sendable U>
+  friend class PendingExchange;
   detail::RecvStore store_;
   ExchangeStats stats_;
 };
@@ -148,6 +179,53 @@ template <Sendable T>
   Inbox<T> inbox;
   exchange(comm, outbox, inbox, options);
   return inbox;
+}
+
+/// An exchange started by exchange_begin(); finish() completes it.
+template <Sendable T>
+class PendingExchange {
+ public:
+  /// Collective: receives everything sent to this rank and returns it (the
+  /// same inbox exchange() would give). Errors as exchange(), thrown here.
+  [[nodiscard]] Inbox<T> finish() {
+    Inbox<T> inbox;
+    inbox.stats_ = bytes_.finish(inbox.store_);
+    return inbox;
+  }
+
+ private:
+  template <Sendable U>
+  friend PendingExchange<U> exchange_begin(Comm&, const Outbox<U>&, const ExchangeOptions&);
+  PendingExchange(Comm& comm, const Outbox<T>& outbox, const ExchangeOptions& options)
+      : bytes_(comm, outbox.view(), options) {}
+  detail::PendingBytes bytes_;
+};
+
+/// Non-blocking sparse exchange: posts the sends and returns; compute, then
+/// call finish() on the result (collective, in the same order on every rank).
+/// Always NBX (Hoefler et al. 2010), whose synchronous sends travel while the
+/// caller computes; options.algorithm is ignored. The outbox must stay alive
+/// and unchanged until finish() returns.
+template <Sendable T>
+[[nodiscard]] PendingExchange<T> exchange_begin(Comm& comm, const Outbox<T>& outbox,
+                                                const ExchangeOptions& options = {}) {
+  return PendingExchange<T>(comm, outbox, options);
+}
+
+/// Collective sparse exchange that hands each message to
+/// `on_message(int source, std::span<const T> items)` as soon as it arrives
+/// (any source order, the message to self included), without staging the
+/// whole inbox. NBX. If the handler throws, the exchange still completes on
+/// every rank and the first exception is rethrown here afterwards; invalid
+/// input throws on every rank as exchange() does (the handler may already
+/// have seen some messages).
+template <Sendable T, class Handler>
+ExchangeStats exchange_each(Comm& comm, const Outbox<T>& outbox, Handler&& on_message,
+                            const ExchangeOptions& options = {}) {
+  const detail::MessageHandler each = [&](int source, std::span<const std::byte> bytes) {
+    on_message(source, std::span<const T>(reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)));
+  };
+  return detail::exchange_each_bytes(comm, outbox.view(), each, options);
 }
 
 // ---------------------------------------------------------------------------
