@@ -11,11 +11,13 @@
 #include <domex/exchange/automatic.hpp>
 #include <domex/exchange/cost_model.hpp>
 #include <domex/exchange/exchange.hpp>
+#include <domex/exchange/plan.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -30,12 +32,14 @@ struct SparseOptions {
                                       "rma_fence", "rma_passive",     "automatic"};
   double seconds_per_row = 0.4;
   std::size_t learning_calls = 1000;  ///< calls timed from scratch for automatic's cost of learning
+  bool plan = true;                   ///< also a SparsePlan row (pattern discovered once, reused)
   double far_fraction = 0.25;
   std::uint64_t seed = 1;
   std::string json;
 };
 
 struct Row {
+  std::string label;  // the algorithm, "auto->X", or "plan (reused)"
   std::string pattern;
   std::size_t message_bytes;
   Algorithm algorithm;
@@ -64,13 +68,13 @@ std::string table(const std::vector<Row>& rows) {
     double best = 1e300;
     while (end < rows.size() && rows[end].pattern == rows[begin].pattern &&
            rows[end].message_bytes == rows[begin].message_bytes) {
-      if (rows[end].algorithm != Algorithm::automatic) best = std::min(best, rows[end].seconds.median);
+      if (rows[end].algorithm != Algorithm::automatic && rows[end].label.rfind("plan", 0) != 0)
+        best = std::min(best, rows[end].seconds.median);
       ++end;
     }
     for (std::size_t i = begin; i < end; ++i) {
       const Row& row = rows[i];
-      std::string name(to_string(row.algorithm));
-      if (row.algorithm == Algorithm::automatic) name = "auto->" + std::string(to_string(row.ran));
+      const std::string& name = row.label;
       out += fmt::format("{:<17} {:>8} {:<21} {:>11.1f} {:>11.1f} {:>11.1f} {:>7.2f} {:>9} {:>9} {:>10} {:>10}\n",
                          row.pattern, row.message_bytes, name, 1e6 * row.seconds.median, 1e6 * row.seconds.min,
                          1e6 * row.seconds.max, row.seconds.median / best, row.max_messages_sent,
@@ -86,7 +90,7 @@ std::string learning_table(const std::vector<Row>& rows) {
   std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>12} {:>8}\n", "pattern", "bytes", "automatic chose",
                                 "how", "first calls", "x best");
   for (const Row& row : rows)
-    if (row.algorithm == Algorithm::automatic)
+    if (row.algorithm == Algorithm::automatic && row.label.rfind("auto", 0) == 0)
       out += fmt::format("{:<17} {:>8} {:<16} {:<8} {:>12} {:>8.3f}\n", row.pattern, row.message_bytes,
                          to_string(row.ran), row.how, row.learning_calls, row.learning_cost);
   return out;
@@ -97,11 +101,13 @@ std::string json_of(const std::vector<Row>& rows, int ranks) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
     out += fmt::format(
-        "  {{\"pattern\": \"{}\", \"message_bytes\": {}, \"algorithm\": \"{}\", \"ran\": \"{}\", "
+        "  {{\"label\": \"{}\", \"pattern\": \"{}\", \"message_bytes\": {}, \"algorithm\": \"{}\", \"ran\": \"{}\", "
         "\"median_s\": {:.9g}, \"min_s\": {:.9g}, \"max_s\": {:.9g}, \"calls\": {}, "
         "\"max_messages_sent\": {}, \"max_messages_received\": {}, \"max_bytes_sent\": {}, "
         "\"max_bytes_received\": {}, \"how\": \"{}\", \"learning_cost\": {:.6g}, \"learning_calls\": {}}}{}\n",
-        row.pattern, row.message_bytes, to_string(row.algorithm), to_string(row.ran), row.seconds.median,
+        row.label, row.pattern, row.message_bytes,
+        row.label.rfind("plan", 0) == 0 ? std::string_view(row.label) : to_string(row.algorithm), to_string(row.ran),
+        row.seconds.median,
         row.seconds.min, row.seconds.max, row.calls, row.max_messages_sent, row.max_messages_received,
         row.max_bytes_sent, row.max_bytes_received, row.how, row.learning_cost, row.learning_calls,
         i + 1 < rows.size() ? "," : "");
@@ -148,7 +154,16 @@ void run_sparse(const SparseOptions& options) {
       // turn, so machine noise hits all alike.
       for (std::size_t a = 0; a < algorithms.size(); ++a)
         for (int warm = 0; warm < 3; ++warm) exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]});
+      // Two plans: checked by one allreduce per call, and promised unchanged.
+      std::vector<SparsePlan<std::byte>> plans;
+      if (options.plan) {
+        plans.emplace_back(comm, outbox);
+        plans.emplace_back(comm, outbox, PlanOptions{.check = PlanCheck::promised});
+        for (auto& plan : plans)
+          for (int warm = 0; warm < 3; ++warm) (void)plan.exchange(outbox);
+      }
       std::vector<std::vector<double>> samples(algorithms.size());
+      std::vector<std::vector<double>> plan_samples(plans.size());
       double spent = 0;
       int rounds = 0;
       while (rounds < 5 || (spent < options.seconds_per_row && rounds < 2000)) {
@@ -156,6 +171,11 @@ void run_sparse(const SparseOptions& options) {
           const double seconds = time_collective(
               comm, [&] { exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]}); });
           samples[a].push_back(seconds);
+          spent += seconds;
+        }
+        for (std::size_t p = 0; p < plans.size(); ++p) {
+          const double seconds = time_collective(comm, [&] { (void)plans[p].exchange(outbox); });
+          plan_samples[p].push_back(seconds);
           spent += seconds;
         }
         ++rounds;
@@ -173,8 +193,11 @@ void run_sparse(const SparseOptions& options) {
         unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
                                         stats.bytes_received};
         comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
-        Row row{pattern, bytes, algorithms[a], stats.algorithm, "", 0, 0, summarize(samples[a]), samples[a].size(),
-                counts[0], counts[1], counts[2], counts[3]};
+        const std::string label = algorithms[a] == Algorithm::automatic
+                                      ? "auto->" + std::string(to_string(stats.algorithm))
+                                      : std::string(to_string(algorithms[a]));
+        Row row{label, pattern, bytes, algorithms[a], stats.algorithm, "", 0, 0, summarize(samples[a]),
+                samples[a].size(), counts[0], counts[1], counts[2], counts[3]};
         if (algorithms[a] == Algorithm::automatic) {
           for (const auto& c : report.classes)
             if (c.chosen == stats.algorithm) row.how = c.how;
@@ -182,6 +205,15 @@ void run_sparse(const SparseOptions& options) {
           row.learning_cost = best_calls > 0 ? automatic_first / best_calls : 0;
         }
         rows.push_back(row);
+      }
+      for (std::size_t p = 0; p < plans.size(); ++p) {
+        const auto& stats = plans[p].inbox().stats();
+        unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
+                                        stats.bytes_received};
+        comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
+        rows.push_back({p == 0 ? "plan, checked" : "plan, promised", pattern, bytes, Algorithm::automatic,
+                        Algorithm::automatic, "", 0, 0, summarize(plan_samples[p]), plan_samples[p].size(), counts[0],
+                        counts[1], counts[2], counts[3]});
       }
       if (comm.rank() == 0)
         std::fprintf(stderr, "  %-17s %8zu B done (%d rounds)\n", pattern.c_str(), bytes, rounds);
@@ -214,6 +246,7 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--far-fraction", options->far_fraction, "chance per neighbour of an extra far destination")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "seed of the far destinations")->capture_default_str();
+  command->add_flag("!--no-plan", options->plan, "leave out the SparsePlan row");
   command->add_option("--learning-calls", options->learning_calls,
                       "calls of automatic timed from scratch for its cost of learning (fewer for large messages)")
       ->capture_default_str();

@@ -12,6 +12,8 @@ from benchplot import load
 STYLE = {
     "alltoall": ("tab:red", "o"),
     "sendrecv_reduce": ("tab:orange", "s"),
+    "plan, checked": ("black", "*"),
+    "plan, promised": ("dimgray", "P"),
     "nbx": ("tab:blue", "^"),
     "reduce_scatter": ("tab:green", "v"),
     "rma_fence": ("tab:purple", "D"),
