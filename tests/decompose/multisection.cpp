@@ -1,11 +1,15 @@
 #include <domex/decompose/multisection.hpp>
 
+#include "bad_input.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -92,7 +96,7 @@ TEST(Multisection, SampledCutsStayCloseToBalanced) {
   // proportion to each rank's cost (seed 12345), and balance is statistical.
   domex::Comm comm{MPI_COMM_WORLD};
   const auto particles = clustered(20000, 5 + static_cast<std::uint64_t>(comm.rank()));
-  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.samples = 8192});
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.method = domex::CutMethod::global, .total_samples = 8192});
   decomposition.rebalance(particles);
   std::vector<long> counts(static_cast<std::size_t>(comm.size()), 0);
   for (const auto& p : particles) ++counts[static_cast<std::size_t>(decomposition.owner(p))];
@@ -149,6 +153,119 @@ TEST(Multisection, BadInputNamesTheProblem) {
     FAIL();
   } catch (const domex::Error& error) {
     EXPECT_NE(std::string(error.what()).find("outside the domain"), std::string::npos) << error.what();
+  }
+}
+
+/// Uniform points in the unit cube, seeded per rank.
+std::vector<Point> uniform(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<Point> points(count);
+  for (auto& p : points) p = {u(random), u(random), u(random)};
+  return points;
+}
+
+/// max / mean over ranks of the cost each rank owns.
+double imbalance(const domex::Comm& comm, const domex::Multisection& decomposition, const std::vector<Point>& points,
+                 const std::vector<double>& cost = {}) {
+  std::vector<double> per_rank(static_cast<std::size_t>(comm.size()), 0);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    per_rank[static_cast<std::size_t>(decomposition.owner(points[i]))] += cost.empty() ? 1.0 : cost[i];
+  comm.allreduce_in_place(std::span<double>(per_rank), MPI_SUM);
+  double total = 0;
+  for (double c : per_rank) total += c;
+  return *std::max_element(per_rank.begin(), per_rank.end()) / (total / comm.size());
+}
+
+const domex::CutMethod methods[] = {domex::CutMethod::histogram, domex::CutMethod::global};
+const char* name(domex::CutMethod method) { return method == domex::CutMethod::histogram ? "histogram" : "global"; }
+
+TEST(Multisection, OneRanksBadInputIsAnErrorOnEveryRankAndTheCutsStay) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  if (comm.rank() == 0) std::printf("uniform seed 40 + rank\n");
+  for (auto method : methods) {
+    domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.method = method, .samples_per_rank = 1024});
+    auto good = uniform(500, 40 + static_cast<std::uint64_t>(comm.rank()));
+    std::vector<double> good_weights(good.size(), 1.0);
+    decomposition.rebalance(good, good_weights);
+    for (int bad : domex::testing::bad_ranks(comm.size()))
+      for (const auto& input : domex::testing::bad_inputs()) {
+        SCOPED_TRACE(std::string(name(method)) + ", " + input.kind + " on rank " + std::to_string(bad));
+        auto positions = good;
+        auto weights = good_weights;
+        if (comm.rank() == bad) {
+          if (input.in_weight) weights[7] = input.weight;
+          else positions[7] = input.position;
+        }
+        const auto before = decomposition.cuts();
+        const auto neighbours = decomposition.neighbours();
+        try {
+          decomposition.rebalance(positions, weights);
+          ADD_FAILURE() << "no error";
+        } catch (const domex::Error& error) {
+          const std::string what = error.what();
+          EXPECT_NE(what.find("rank " + std::to_string(bad) + ": Multisection::rebalance: particle 7"),
+                    std::string::npos)
+              << what;
+          EXPECT_NE(what.find(input.value), std::string::npos) << what;
+        }
+        // Strong guarantee: nothing changed, and the object still works.
+        EXPECT_EQ(decomposition.cuts(), before);
+        EXPECT_EQ(decomposition.neighbours(), neighbours);
+        auto moved = good;
+        for (auto& p : moved) p[0] = p[0] * p[0];  // a different distribution: the cuts must move
+        decomposition.rebalance(moved);
+        EXPECT_LE(imbalance(comm, decomposition, moved), method == domex::CutMethod::histogram ? 1.05 : 1.3);
+        decomposition.rebalance(good, good_weights);
+      }
+  }
+}
+
+TEST(Multisection, MismatchedSizesAndBadOptionsFailEverywhere) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const int bad = comm.size() - 1;
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}});
+  const auto points = uniform(10, 3);
+  std::vector<double> weights(comm.rank() == bad ? 9 : 10, 1.0);
+  EXPECT_THROW(decomposition.rebalance(points, weights), domex::Error);
+  // One rank passes an empty domain; another time, a different one.
+  const domex::Box empty{{0, 0, 0}, {1, 0, 1}}, other{{0, 0, 0}, {2, 1, 1}}, unit{{0, 0, 0}, {1, 1, 1}};
+  EXPECT_THROW(domex::Multisection(comm, comm.rank() == bad ? empty : unit), domex::Error);
+  if (comm.size() > 1) {
+    EXPECT_THROW(domex::Multisection(comm, comm.rank() == bad ? other : unit), domex::Error);
+  }
+  EXPECT_THROW(domex::Multisection(comm, unit, {.bins = comm.rank() == bad ? 1 : 256}), domex::Error);
+  decomposition.rebalance(points);  // still usable
+}
+
+TEST(Multisection, ExtremeWeightsNeverOverflow) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  for (auto method : methods) {
+    SCOPED_TRACE(name(method));
+    const auto points = uniform(2000, 60 + static_cast<std::uint64_t>(comm.rank()));
+    const domex::MultisectionOptions options{.method = method, .samples_per_rank = 1024};
+    domex::Multisection counted(comm, {{0, 0, 0}, {1, 1, 1}}, options);
+    counted.rebalance(points);
+    // All 1e308 (their sum overflows a double), all tiny, all zero: the cuts by count.
+    for (double w : {1e308, std::numeric_limits<double>::max(), 1e-300, 4.9e-324, 0.0}) {
+      domex::Multisection weighted(comm, {{0, 0, 0}, {1, 1, 1}}, options);
+      weighted.rebalance(points, std::vector<double>(points.size(), w));
+      if (method == domex::CutMethod::histogram) {  // exact: the same cuts
+        const auto a = weighted.cuts(), b = counted.cuts();
+        ASSERT_EQ(a.size(), b.size());
+        for (std::size_t c = 0; c < a.size(); ++c) EXPECT_NEAR(a[c], b[c], 1e-9) << "weight " << w << " cut " << c;
+      } else {  // sampled: as balanced
+        EXPECT_LE(imbalance(comm, weighted, points), 1.3) << "weight " << w;
+      }
+    }
+    // Huge and zero mixed: only the huge ones count.
+    std::vector<double> cost(points.size());
+    for (std::size_t i = 0; i < points.size(); ++i) cost[i] = points[i][0] < 0.5 ? 1e308 : 0.0;
+    domex::Multisection mixed(comm, {{0, 0, 0}, {1, 1, 1}}, options);
+    mixed.rebalance(points, cost);
+    std::vector<double> units(cost.size());
+    for (std::size_t i = 0; i < cost.size(); ++i) units[i] = cost[i] > 0 ? 1.0 : 0.0;
+    EXPECT_LE(imbalance(comm, mixed, points, units), method == domex::CutMethod::histogram ? 1.05 : 1.3);
   }
 }
 
