@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <limits>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -185,11 +187,12 @@ TEST(Migrate, InvalidPositionFailsOnEveryRankAndNamesTheParticle) {
     domex::MigrationPlan plan(comm, decomposition, positions);
     FAIL() << "no error";
   } catch (const domex::Error& error) {
+    // Every rank names the offending rank, the particle and its position.
     const std::string what = error.what();
-    if (comm.rank() == bad) {
-      EXPECT_NE(what.find("particle 1"), std::string::npos) << what;
-      EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
-    } else {
+    EXPECT_NE(what.find("particle 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
+    EXPECT_NE(what.find("1.5"), std::string::npos) << what;
+    if (comm.rank() != bad) {
       EXPECT_NE(what.find("another rank"), std::string::npos) << what;
     }
   }
@@ -226,6 +229,48 @@ TEST(Migrate, EmptyRanksAndNoParticles) {
   domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
   domex::migrate(plan, particles);
   EXPECT_TRUE(particles.empty());
+}
+
+TEST(Migrate, OneRanksBadPositionIsAnErrorOnEveryRankThenAPlanWorks) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, false, false}});
+  std::mt19937_64 random(13 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<Particle> particles;
+  for (std::uint64_t i = 0; i < 200; ++i)
+    particles.push_back({{u(random), u(random), u(random)}, {0, 0, 0}, mass_of(i), i + 1000 * static_cast<std::uint64_t>(comm.rank())});
+  const Totals before = totals(comm, particles);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::pair<Point, std::string> kinds[] = {
+      {{0.5, nan, 0.5}, "nan"}, {{0.5, 0.5, -inf}, "-inf"}, {{0.5, 0.5, 1.75}, "1.75"}, {{inf, 0.5, 0.5}, "inf"}};
+  std::vector<int> bad_ranks{0, comm.size() / 2, comm.size() - 1};
+  for (int bad : bad_ranks)
+    for (const auto& [position, value] : kinds) {
+      auto positions = positions_of(particles);
+      if (comm.rank() == bad) positions[3] = position;
+      try {
+        domex::MigrationPlan plan(comm, decomposition, positions);
+        ADD_FAILURE() << "no error";
+      } catch (const domex::Error& error) {
+        const std::string what = error.what();
+        EXPECT_NE(what.find("rank " + std::to_string(bad) + ": MigrationPlan: particle 3"), std::string::npos) << what;
+        EXPECT_NE(what.find(value), std::string::npos) << what;
+      }
+      domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+      domex::migrate(plan, particles);
+    }
+  // A field of the wrong size on one rank: every rank throws, nothing moves.
+  domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+  std::vector<int> tags(particles.size() - (comm.rank() == comm.size() - 1 ? 1 : 0), 0);
+  EXPECT_THROW(domex::migrate(plan, particles, tags), domex::Error);
+  // A destination out of range on one rank.
+  std::vector<int> destinations(4, comm.rank());
+  if (comm.rank() == 0) destinations[2] = comm.size();
+  EXPECT_THROW(domex::MigrationPlan(comm, destinations, {}), domex::Error);
+  const Totals after = totals(comm, particles);
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.checksum, before.checksum);
+  for (const auto& p : particles) ASSERT_EQ(decomposition.owner(p.x), comm.rank());
 }
 
 }  // namespace
