@@ -66,9 +66,10 @@ int BucketDecomposition::bucket_of(const Point& position) const noexcept {
   for (int a = 0; a < 3; ++a) {
     double x = position[a];
     const double length = domain_.extent(a);
-    if (options_.periodic[a] && std::isfinite(x)) {
+    if (options_.periodic[a] && !(x >= domain_.lo[a] && x < domain_.hi[a]) && std::isfinite(x)) {
       x = domain_.lo[a] + std::fmod(x - domain_.lo[a], length);
       if (x < domain_.lo[a]) x += length;
+      if (x >= domain_.hi[a]) x = domain_.lo[a];  // -tiny + length rounds to length
     }
     if (!(x >= domain_.lo[a] && x < domain_.hi[a])) return -1;
     index[a] = std::min(static_cast<int>((x - domain_.lo[a]) / length * options_.buckets[a]), options_.buckets[a] - 1);

@@ -20,6 +20,16 @@
 
 namespace domex {
 
+namespace detail {
+/// A particle's coordinates on the axes still to cut after x, with its
+/// integer cost: what Multisection::rebalance routes to the slab / column
+/// that holds it.
+struct Rest {
+  double y, z;
+  std::uint64_t cost;
+};
+}  // namespace detail
+
 /// How Multisection::rebalance finds the cuts of a level.
 enum class CutMethod {
   /// Exact weighted quantiles, no samples: histograms of integer cost
@@ -140,8 +150,8 @@ class Multisection {
   [[nodiscard]] std::vector<int> neighbours_in(const Cuts& cuts, int rank) const;
   [[nodiscard]] Box box_in(const Cuts& cuts, int rank) const;
   void cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts, RebalanceStats& stats) const;
-  void cuts_histogram(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts,
-                      RebalanceStats& stats) const;
+  void cuts_histogram(std::span<const double> x, std::span<const std::uint64_t> cost, std::vector<detail::Rest> rest,
+                      Cuts& cuts, RebalanceStats& stats) const;
   const Comm* comm_;
   std::shared_ptr<const Lines> lines_;
   Box domain_;
