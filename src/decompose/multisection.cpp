@@ -290,8 +290,22 @@ Multisection::Multisection(const Comm& comm, Box domain, MultisectionOptions opt
     for (int c = 0; c < ny; ++c)
       equal_cuts(nz, domain_.lo[2], domain_.hi[2], &cuts_.z[static_cast<std::size_t>((s * ny + c) * (nz + 1))]);
   }
-  own_box_ = box_in(cuts_, rank);
+  set_own_box(box_in(cuts_, rank));
   neighbours_ = neighbours_in(cuts_, rank);
+}
+
+void Multisection::set_own_box(const Box& own) noexcept {
+  own_box_ = own;
+  if (options_.geometry != Geometry::cylindrical) return;
+  constexpr double relative = 1e-12;
+  wedge_.r2_lo = own.lo[0] * own.lo[0] * (1 + relative) + 1e-300;
+  wedge_.r2_hi = own.hi[0] * own.hi[0] * (1 - relative);
+  wedge_.lo_x = std::cos(own.lo[1]);
+  wedge_.lo_y = std::sin(own.lo[1]);
+  wedge_.hi_x = std::cos(own.hi[1]);
+  wedge_.hi_y = std::sin(own.hi[1]);
+  wedge_.full = divisions_[1] == 1;
+  wedge_.wide = own.hi[1] - own.lo[1] > std::numbers::pi;
 }
 
 Point Multisection::coordinates(const Point& p) const noexcept {
@@ -345,10 +359,24 @@ void Multisection::owners(std::span<const Point> positions, std::span<int> owner
       if (owners[i] == -2) owners[i] = try_owner(positions[i]);
     return;
   }
+  // Cylindrical: r^2 and the signs of two cross products decide, with a
+  // margin of 1e-9 rad and 1e-12 relative in r; the few positions within
+  // the margins (or outside) take the full conversion (atan2, sqrt).
+  const Wedge w = wedge_;
+  constexpr double angle_margin = 1e-9;
   for (std::size_t i = 0; i < positions.size(); ++i) {
-    const Point c = wrap(coordinates(positions[i]));
-    owners[i] = mine.contains(c) ? me : owner_in(cuts_, c);
+    const Point& p = positions[i];
+    const double r2 = p[0] * p[0] + p[1] * p[1];
+    const double scale = angle_margin * (std::abs(p[0]) + std::abs(p[1]));  // >= margin * r
+    const double after_lo = w.lo_x * p[1] - w.lo_y * p[0];                 // r sin(phi - phi_lo)
+    const double before_hi = p[0] * w.hi_y - p[1] * w.hi_x;                // r sin(phi_hi - phi)
+    const bool in_phi = w.full || (w.wide ? (after_lo > scale) | (before_hi > scale)
+                                          : (after_lo > scale) & (before_hi > scale));
+    const bool inside = (r2 > w.r2_lo) & (r2 < w.r2_hi) & in_phi & (p[2] >= mine.lo[2]) & (p[2] < mine.hi[2]);
+    owners[i] = inside ? me : -2;
   }
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    if (owners[i] == -2) owners[i] = try_owner(positions[i]);
 }
 
 int Multisection::owner(const Point& position) const {
@@ -447,8 +475,13 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
     if (!weights.empty() && weights.size() != positions.size())
       fail("Multisection::rebalance", fmt::format("{} weights for {} positions", weights.size(), positions.size()));
     const Box& d = domain_;
+    // Cylindrical with one section in phi: phi is never cut, so no atan2
+    // (only a check that the position is finite).
+    const bool skip_phi = options_.geometry == Geometry::cylindrical && divisions_[1] == 1;
     for (std::size_t i = 0; i < positions.size(); ++i) {
-      Point c = coordinates(positions[i]);
+      const Point& p = positions[i];
+      Point c = skip_phi ? Point{std::sqrt(p[0] * p[0] + p[1] * p[1]), std::isfinite(p[0] + p[1]) ? d.lo[1] : p[0] + p[1], p[2]}
+                         : coordinates(p);
       if (!((c[0] >= d.lo[0]) & (c[0] < d.hi[0]) & (c[1] >= d.lo[1]) & (c[1] < d.hi[1]) & (c[2] >= d.lo[2]) &
             (c[2] < d.hi[2]))) {
         c = wrap(c);
@@ -497,7 +530,7 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   const Box own = box_in(next, comm_->rank());
   cuts_ = std::move(next);
   neighbours_ = std::move(neighbours);
-  own_box_ = own;
+  set_own_box(own);
   stats_ = stats;
 }
 

@@ -446,10 +446,16 @@ TEST(Multisection, OwnersFastPathGivesTheSameDestinationsAsTheFullSearch) {
     const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
     for (int r = 0; r < comm.size(); ++r) {
       const domex::Box b = d.box(r);
-      if (!cylindrical)
-        for (double x : {b.lo[0], b.hi[0]})
-          for (double y : {b.lo[1], b.hi[1]})
-            for (double z : {b.lo[2], b.hi[2]}) points.push_back({x, y, z});
+      for (double x : {b.lo[0], b.hi[0], 0.5 * (b.lo[0] + b.hi[0])})
+        for (double y : {b.lo[1], b.hi[1], 0.5 * (b.lo[1] + b.hi[1])})
+          for (double z : {b.lo[2], b.hi[2]}) {
+            if (cylindrical) {  // on the wedge's edges and arcs, and a hair beside them
+              for (double dphi : {0.0, 1e-15, -1e-15, 1e-10, -1e-10})
+                points.push_back({x * std::cos(y + dphi), x * std::sin(y + dphi), z});
+            } else {
+              points.push_back({x, y, z});
+            }
+          }
     }
     for (const Point& p : std::initializer_list<Point>{{1.0, 0.5, 0.5}, {0.0, 0.5, 0.5}, {-1e-17, 0.5, 0.5},
                                                        {std::nextafter(1.0, 0.0), 0.5, 0.5}, {0.5, 1.0, 0.5},

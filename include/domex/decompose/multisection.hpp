@@ -159,6 +159,14 @@ class Multisection {
   std::array<int, 3> divisions_{};
   Cuts cuts_;
   Box own_box_;
+  /// Cylindrical own-box test without atan2/sqrt: r^2 bounds and the unit
+  /// vectors of the wedge's edges, with margins so that it accepts only
+  /// positions the full conversion puts inside too.
+  struct Wedge {
+    double r2_lo = 0, r2_hi = -1, lo_x = 1, lo_y = 0, hi_x = 1, hi_y = 0;
+    bool full = false, wide = false;  // ny == 1: every phi; wedge wider than pi
+  } wedge_;
+  void set_own_box(const Box& own) noexcept;
   std::vector<int> neighbours_;
   RebalanceStats stats_;
 };
