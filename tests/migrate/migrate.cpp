@@ -273,4 +273,88 @@ TEST(Migrate, OneRanksBadPositionIsAnErrorOnEveryRankThenAPlanWorks) {
   for (const auto& p : particles) ASSERT_EQ(decomposition.owner(p.x), comm.rank());
 }
 
+TEST(Migrate, PlanDestinationsEqualTheFullOwnerSearch) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto geometry : {domex::Geometry::cartesian, domex::Geometry::cylindrical}) {
+    const bool ring = geometry == domex::Geometry::cylindrical;
+    domex::Multisection d(comm, ring ? domex::Box{{0.5, 0, 0}, {1.5, 0, 1}} : domex::Box{{0, 0, 0}, {1, 1, 1}},
+                          {.periodic = {true, true, true}, .geometry = geometry});
+    std::mt19937_64 random(21 + static_cast<std::uint64_t>(comm.rank()));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<Point> positions;
+    for (int n = 0; n < 3000; ++n) {
+      if (ring) {
+        const double r = 0.5 + u(random), phi = 6.283185307179586 * u(random);
+        positions.push_back({r * std::cos(phi), r * std::sin(phi), u(random)});
+      } else {
+        positions.push_back({u(random), u(random), u(random)});
+      }
+    }
+    d.rebalance(positions);
+    // Adversarial: on every cut of every box, on the periodic seam, beyond it.
+    for (int r = 0; r < comm.size(); ++r) {
+      const auto b = d.box(r);
+      for (double x : {b.lo[0], b.hi[0]})
+        for (double y : {b.lo[1], b.hi[1]})
+          for (double z : {b.lo[2], b.hi[2]})
+            positions.push_back(ring ? Point{x * std::cos(y), x * std::sin(y), z} : Point{x, y, z});
+    }
+    for (const Point& p : std::initializer_list<Point>{{1.0, 1.0, 1.0}, {-1e-300, 0.5, 0.5}, {2.0, -3.0, 0.25},
+                                                       {0.75, -0.0, 0.5}, {-0.75, 0.0, 0.5}})
+      positions.push_back(p);
+    domex::MigrationPlan plan(comm, d, positions);
+    const auto destinations = plan.destinations();
+    std::size_t leaving = 0;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      ASSERT_EQ(destinations[i], d.try_owner(positions[i])) << i;
+      leaving += destinations[i] != comm.rank();
+    }
+    EXPECT_EQ(plan.leaving(), leaving);
+    // NaN on every rank: every rank throws.
+    positions.push_back({nan, 0.5, 0.5});
+    EXPECT_THROW(domex::MigrationPlan(comm, d, positions), domex::Error);
+  }
+}
+
+TEST(Migrate, RingAndClusteredParticlesStayOwnedAndConservedForEveryMethod) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  if (comm.rank() == 0) std::printf("seed 41 + rank\n");
+  for (auto method : {domex::CutMethod::histogram, domex::CutMethod::global})
+    for (bool ring : {false, true}) {
+      std::mt19937_64 random(41 + static_cast<std::uint64_t>(comm.rank()));
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      std::vector<Particle> particles;
+      for (std::uint64_t i = 0; i < 500; ++i) {
+        Point x;
+        if (ring) {
+          const double r = 1 + 0.5 * u(random), phi = 6.283185307179586 * u(random) * u(random);
+          x = {r * std::cos(phi), r * std::sin(phi), 0.1 * u(random)};
+        } else {
+          const double a = u(random);
+          x = {a * a, u(random) * a, u(random)};
+        }
+        particles.push_back({x, {0, 0, 0}, mass_of(i), i + 100000 * static_cast<std::uint64_t>(comm.rank())});
+      }
+      const Totals before = totals(comm, particles);
+      domex::Multisection d(comm, ring ? domex::Box{{1, 0, 0}, {1.5, 0, 0.1}} : domex::Box{{0, 0, 0}, {1, 1, 1}},
+                            {.geometry = ring ? domex::Geometry::cylindrical : domex::Geometry::cartesian,
+                             .method = method,
+                             .samples_per_rank = 256});
+      for (int step = 0; step < 3; ++step) {
+        d.rebalance(positions_of(particles));
+        domex::MigrationPlan plan(comm, d, positions_of(particles));
+        domex::migrate(plan, particles);
+      }
+      const Totals after = totals(comm, particles);
+      EXPECT_EQ(after.count, before.count);
+      EXPECT_EQ(after.id_sum, before.id_sum);
+      EXPECT_EQ(after.checksum, before.checksum);
+      for (const auto& p : particles) ASSERT_EQ(d.owner(p.x), comm.rank());
+      const double count = static_cast<double>(particles.size());
+      const double imbalance = comm.allreduce(count, MPI_MAX) / (comm.allreduce(count, MPI_SUM) / comm.size());
+      EXPECT_LE(imbalance, method == domex::CutMethod::histogram ? 1.02 : 1.3) << (ring ? "ring" : "clustered");
+    }
+}
+
 }  // namespace
