@@ -52,14 +52,16 @@ void MigrationPlan::finish_setup(const std::function<std::string(std::size_t)>& 
 }
 
 std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> records, std::size_t record_bytes) {
-  if (records.size() != destination_.size() * record_bytes)
-    fail("MigrationPlan::move_records",
-         fmt::format("{} bytes of records for {} particles of {} bytes", records.size(), destination_.size(),
-                     record_bytes));
+  agree(*comm_, "MigrationPlan::move_records", [&] {
+    if (records.size() != destination_.size() * record_bytes)
+      fail("MigrationPlan::move_records",
+           fmt::format("{} bytes of records for {} particles of {} bytes", records.size(), destination_.size(),
+                       record_bytes));
+  });
   std::vector<std::byte> packed(send_order_.size() * record_bytes);
   for (std::size_t m = 0; m < send_order_.size(); ++m)
     std::memcpy(packed.data() + m * record_bytes, records.data() + send_order_[m] * record_bytes, record_bytes);
-  const auto arrived = exchange_leavers(packed, record_bytes);
+  const auto arrived = exchange_packed(packed, record_bytes);
   std::vector<std::byte> result;
   result.reserve(records.size() - packed.size() + arrived.size());
   std::size_t next = 0;
@@ -74,9 +76,15 @@ std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> re
 }
 
 std::vector<std::byte> MigrationPlan::exchange_leavers(std::span<const std::byte> packed, std::size_t record_bytes) {
-  if (packed.size() != send_order_.size() * record_bytes)
-    fail("MigrationPlan::exchange_leavers",
-         fmt::format("{} bytes for {} leavers of {} bytes", packed.size(), send_order_.size(), record_bytes));
+  agree(*comm_, "MigrationPlan::exchange_leavers", [&] {
+    if (packed.size() != send_order_.size() * record_bytes)
+      fail("MigrationPlan::exchange_leavers",
+           fmt::format("{} bytes for {} leavers of {} bytes", packed.size(), send_order_.size(), record_bytes));
+  });
+  return exchange_packed(packed, record_bytes);
+}
+
+std::vector<std::byte> MigrationPlan::exchange_packed(std::span<const std::byte> packed, std::size_t record_bytes) {
   std::vector<int> ranks = ranks_;
   std::vector<std::size_t> offsets(record_offsets_.size());
   for (std::size_t m = 0; m < offsets.size(); ++m) offsets[m] = record_offsets_[m] * record_bytes;

@@ -357,4 +357,24 @@ TEST(Migrate, RingAndClusteredParticlesStayOwnedAndConservedForEveryMethod) {
     }
 }
 
+TEST(Migrate, MoveRecordsMatchesMigrateAndAgreesOnSizes) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const int p = comm.size(), rank = comm.rank();
+  std::vector<int> values, destinations;
+  for (int i = 0; i < 12; ++i) {
+    values.push_back(rank * 100 + i);
+    destinations.push_back(i % 3 == 0 ? (rank + 1) % p : rank);
+  }
+  domex::MigrationPlan plan(comm, destinations, {(rank + 1) % p, (rank + p - 1) % p});
+  std::vector<std::byte> records(values.size() * sizeof(int));
+  std::memcpy(records.data(), values.data(), records.size());
+  // A wrong size on the last rank: every rank throws, nothing moved.
+  std::span<const std::byte> short_records(records.data(), records.size() - (rank == p - 1 ? 1 : 0));
+  EXPECT_THROW((void)plan.move_records(short_records, sizeof(int)), domex::Error);
+  const auto moved = plan.move_records(records, sizeof(int));
+  domex::migrate(plan, values);
+  ASSERT_EQ(moved.size(), values.size() * sizeof(int));
+  EXPECT_EQ(std::memcmp(moved.data(), values.data(), moved.size()), 0);
+}
+
 }  // namespace

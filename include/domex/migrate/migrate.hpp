@@ -32,6 +32,10 @@ struct MigrationOptions {
   bool neighbour_only = true;
 };
 
+class MigrationPlan;
+template <Sendable... Fields>
+void migrate(MigrationPlan& plan, std::vector<Fields>&... fields);
+
 /// Who goes where, built once per step. Collective: one MPI_Allreduce of two
 /// doubles agrees on validity (invalid positions or destinations on any rank)
 /// and on whether any particle on any rank jumped beyond the neighbour list.
@@ -84,14 +88,19 @@ class MigrationPlan {
 
   /// Byte-level migration: `records` holds one record of `record_bytes` per
   /// particle, in particle order. Returns the new records: the particles
-  /// that stay, in their order, then the arrivals by source. Collective.
+  /// that stay, in their order, then the arrivals by source. Collective; a
+  /// wrong size on one rank throws on every rank.
   [[nodiscard]] std::vector<std::byte> move_records(std::span<const std::byte> records, std::size_t record_bytes);
   /// The exchange behind migrate() and move_records(): `packed` holds the
   /// leavers' records in send_order(); returns the arrivals by source.
-  /// Collective.
+  /// Collective; a wrong size on one rank throws on every rank.
   [[nodiscard]] std::vector<std::byte> exchange_leavers(std::span<const std::byte> packed, std::size_t record_bytes);
 
  private:
+  template <Sendable... Fields>
+  friend void migrate(MigrationPlan& plan, std::vector<Fields>&... fields);
+  /// exchange_leavers without the agreement (migrate() agreed already).
+  [[nodiscard]] std::vector<std::byte> exchange_packed(std::span<const std::byte> packed, std::size_t record_bytes);
   void finish_setup(const std::function<std::string(std::size_t)>& describe_invalid);
   Comm* comm_;
   MigrationOptions options_;
@@ -143,7 +152,7 @@ void migrate(MigrationPlan& plan, std::vector<Fields>&... fields) {
     std::size_t at = m * record;
     ((std::memcpy(packed.data() + at, &fields[order[m]], sizeof(Fields)), at += sizeof(Fields)), ...);
   }
-  const auto arrived = plan.exchange_leavers(packed, record);
+  const auto arrived = plan.exchange_packed(packed, record);
   (detail::remove_leavers(fields, plan.leavers()), ...);
   const std::size_t kept = count - plan.leaving(), arrivals = arrived.size() / record;
   (fields.resize(kept + arrivals), ...);
