@@ -76,7 +76,7 @@ void weighted_cuts(std::span<Sample> samples, int axis, int parts, double lo, do
 /// the bin that holds a cut not yet final into `bins` bins. Integer sums make
 /// the reduced histograms, hence the cuts, bit-identical on every rank.
 void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<const std::uint64_t> cost, int parts,
-                    double lo, double hi, int bins, double tolerance, double* cuts, RebalanceStats& stats) {
+                    double lo, double hi, int bins_per_cut, double tolerance, double* cuts, RebalanceStats& stats) {
   equal_cuts(parts, lo, hi, cuts);
   if (parts == 1) return;
   struct Bracket {
@@ -89,8 +89,13 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   std::vector<std::size_t> bracket_of(static_cast<std::size_t>(parts + 1), 0);
   std::vector<std::uint64_t> histogram;
   std::uint64_t total = 0;
-  const auto count = static_cast<std::size_t>(bins);
+  // Round 1 resolves near-uniform input at once: enough bins that one holds
+  // at most `tolerance` of a part (capped at 4096, 32 KiB).
+  const int first_bins = std::clamp(static_cast<int>(std::ceil(parts / tolerance)), bins_per_cut,
+                                    std::max(bins_per_cut, 4096));
   for (int round = 1;; ++round) {
+    const int bins = round == 1 ? first_bins : bins_per_cut;
+    const auto count = static_cast<std::size_t>(bins);
     histogram.assign(brackets.size() * count, 0);
     const auto add = [&](std::size_t b, double x, std::size_t i) {
       const Bracket& bracket = brackets[b];
