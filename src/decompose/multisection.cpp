@@ -90,8 +90,8 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   std::vector<std::uint64_t> histogram;
   std::uint64_t total = 0;
   // Round 1 resolves near-uniform input at once: enough bins that one holds
-  // at most `tolerance` of a part (capped at 4096, 32 KiB).
-  const int first_bins = std::clamp(static_cast<int>(std::ceil(parts / tolerance)), bins_per_cut,
+  // about half of `tolerance` of a part (capped at 4096, 32 KiB).
+  const int first_bins = std::clamp(static_cast<int>(std::ceil(2 * parts / tolerance)), bins_per_cut,
                                     std::max(bins_per_cut, 4096));
   for (int round = 1;; ++round) {
     const int bins = round == 1 ? first_bins : bins_per_cut;
