@@ -28,8 +28,8 @@ struct DecomposeOptions {
   std::size_t particles = 100000;  ///< per rank
   int repeats = 9;                 ///< timed rebalances (and migration steps) per row
   std::vector<std::string> inputs{"uniform", "clustered", "ring"};
-  std::vector<std::string> methods{"histogram", "global"};
-  std::vector<std::size_t> budgets{64, 1024};  ///< global: samples per rank
+  std::vector<std::string> methods{"histogram", "sampled", "global"};
+  std::vector<std::size_t> budgets{64, 1024};  ///< samples per rank (global) or per part (sampled)
   double clustering = 0.9;                     ///< fraction in clumps for "clustered"
   double drift = 1e-4;                         ///< largest displacement per migration step and axis
   std::string json;
@@ -89,11 +89,13 @@ void run_decompose(const DecomposeOptions& options) {
     std::fprintf(stderr, "domex-bench decompose: %d ranks, %zu particles per rank\n", comm.size(), options.particles);
   for (const auto& input : options.inputs)
     for (const auto& method_name : options.methods) {
-      const CutMethod method = method_name == "global" ? CutMethod::global : CutMethod::histogram;
-      if (method_name != "global" && method_name != "histogram")
-        fail("domex-bench decompose", "unknown method " + method_name + " (histogram, global)");
+      const CutMethod method = method_name == "global"    ? CutMethod::global
+                               : method_name == "sampled" ? CutMethod::sampled
+                                                          : CutMethod::histogram;
+      if (method_name != "global" && method_name != "histogram" && method_name != "sampled")
+        fail("domex-bench decompose", "unknown method " + method_name + " (histogram, sampled, global)");
       const std::vector<std::size_t> budgets =
-          method == CutMethod::global ? options.budgets : std::vector<std::size_t>{0};
+          method != CutMethod::histogram ? options.budgets : std::vector<std::size_t>{0};
       for (std::size_t budget : budgets) {
         const bool ring = input == "ring";
         MultisectionOptions settings{.periodic = {!ring, !ring, !ring},
@@ -153,7 +155,7 @@ void run_decompose(const DecomposeOptions& options) {
                 r.method.c_str(), r.budget, 1e3 * r.rebalance_s, 1e3 * r.rebalance_min_s, 1e3 * r.migrate_s,
                 1e3 * r.migrate_min_s, r.bytes_received, r.samples_sorted, r.rounds, r.imbalance);
   std::printf("(times: median (and min) over repeats of the slowest rank; bytes recv, samples sorted, rounds: max over ranks;\n"
-              " budget: samples per rank (global method); imbalance: max/mean particles after migration;\n"
+              " budget: samples per rank (global), per part of a level (sampled); imbalance: max/mean particles after migration;\n"
               " migrate: one step with drift <= %g per axis, almost nothing leaves)\n",
               options.drift);
   if (!options.json.empty()) {
@@ -180,8 +182,9 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--particles", options->particles, "particles per rank")->capture_default_str();
   command->add_option("--repeats", options->repeats, "timed rebalances per row")->capture_default_str();
   command->add_option("--inputs", options->inputs, "uniform, clustered, ring")->capture_default_str();
-  command->add_option("--methods", options->methods, "histogram, global")->capture_default_str();
-  command->add_option("--budgets", options->budgets, "samples per rank (global method)")->capture_default_str();
+  command->add_option("--methods", options->methods, "histogram, sampled, global")->capture_default_str();
+  command->add_option("--budgets", options->budgets, "samples per rank (global) or per part of a level (sampled)")
+      ->capture_default_str();
   command->add_option("--clustering", options->clustering, "fraction in clumps (clustered input)")
       ->capture_default_str();
   command->add_option("--drift", options->drift, "largest displacement per migration step and axis")

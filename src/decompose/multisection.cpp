@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 
@@ -159,6 +160,79 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
     pending = std::move(still);
   }
   for (int k = 1; k < parts; ++k) cuts[k] = std::clamp(cuts[k], cuts[k - 1], hi);
+}
+
+/// FDPS-style sampled cuts of one level: `budget` samples in all, drawn on
+/// each rank in proportion to its cost (stochastic rounding, seeded), all
+/// particles when the level holds no more than the budget; gathered along
+/// `chain` (column, y line, x line: each step an MPI_Allgatherv over a line),
+/// so that every rank of `level` holds the same samples, then sorted.
+void sampled_cuts(const Comm& level, std::initializer_list<const Comm*> chain, std::span<const double> values,
+                  std::span<const std::uint64_t> cost, int parts, double lo, double hi, double budget,
+                  std::uint64_t seed, double* cuts, RebalanceStats& stats) {
+  equal_cuts(parts, lo, hi, cuts);
+  if (parts == 1) return;
+  std::uint64_t totals[2] = {0, values.size()};  // cost, count
+  for (std::size_t i = 0; i < values.size(); ++i) totals[0] += cost.empty() ? 1 : cost[i];
+  const std::uint64_t local = totals[0];
+  level.allreduce_in_place(std::span<std::uint64_t>(totals), MPI_SUM);
+  stats.bytes_received += sizeof totals;
+  if (totals[0] == 0) return;
+  struct Weighted {
+    double value, weight;
+  };
+  std::vector<Weighted> samples;
+  if (static_cast<double>(totals[1]) <= budget) {
+    samples.reserve(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i)
+      samples.push_back({values[i], cost.empty() ? 1.0 : static_cast<double>(cost[i])});
+  } else if (local > 0) {
+    std::mt19937_64 random(seed);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    const double expected = budget * static_cast<double>(local) / static_cast<double>(totals[0]);
+    auto count = static_cast<std::size_t>(expected);
+    if (uniform(random) < expected - static_cast<double>(count)) ++count;
+    const double weight = static_cast<double>(local) / static_cast<double>(std::max<std::size_t>(count, 1));
+    if (cost.empty()) {
+      std::uniform_int_distribution<std::size_t> pick(0, values.size() - 1);
+      for (std::size_t s = 0; s < count; ++s) samples.push_back({values[pick(random)], weight});
+    } else {
+      std::vector<double> cumulative(values.size());
+      double running = 0;
+      for (std::size_t i = 0; i < values.size(); ++i) cumulative[i] = running += static_cast<double>(cost[i]);
+      std::uniform_real_distribution<double> at(0.0, running);
+      for (std::size_t s = 0; s < count; ++s) {
+        const auto i = static_cast<std::size_t>(std::upper_bound(cumulative.begin(), cumulative.end(), at(random)) -
+                                                cumulative.begin());
+        samples.push_back({values[std::min(i, values.size() - 1)], weight});
+      }
+    }
+  }
+  for (const Comm* line : chain) {
+    if (line->size() == 1) continue;
+    const std::size_t before = samples.size();
+    samples = line->allgatherv<Weighted>(samples);
+    stats.bytes_received += (samples.size() - before) * sizeof(Weighted);
+  }
+  double total = 0;
+  for (const auto& sample : samples) total += sample.weight;
+  if (samples.empty() || !(total > 0)) return;
+  // A total order: the same sorted sequence on every rank of the level.
+  std::sort(samples.begin(), samples.end(), [](const Weighted& a, const Weighted& b) {
+    return a.value < b.value || (a.value == b.value && a.weight < b.weight);
+  });
+  stats.samples_sorted += samples.size();
+  double running = 0;
+  std::size_t i = 0;
+  for (int k = 1; k < parts; ++k) {
+    const double target = total * k / parts;
+    while (i < samples.size() && running + samples[i].weight <= target) running += samples[i++].weight;
+    double cut;
+    if (i == 0) cut = samples[0].value;
+    else if (i >= samples.size()) cut = samples.back().value;
+    else cut = 0.5 * (samples[i - 1].value + samples[i].value);
+    cuts[k] = std::clamp(cut, cuts[k - 1], hi);
+  }
 }
 
 /// Moves items[i] to rank where[i] of `line`; returns the items this rank
@@ -467,14 +541,14 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   //    all ranks in one reduction that also brings the global maximum weight
   //    and count. The histogram method keeps x apart (the first level reads
   //    only x) and the rest only when there are further levels.
-  const bool histogram = options_.method == CutMethod::histogram;
+  const bool by_level = options_.method != CutMethod::global;
   const bool further = divisions_[1] * divisions_[2] > 1;
   std::vector<Point> at;
   std::vector<double> x;
   std::vector<detail::Rest> rest;
-  if (!histogram) at.resize(positions.size());
+  if (!by_level) at.resize(positions.size());
   else if (divisions_[0] > 1) x.resize(positions.size());
-  if (histogram && further) rest.resize(positions.size());
+  if (by_level && further) rest.resize(positions.size());
   double maxima[2] = {0, static_cast<double>(positions.size())};  // max weight, max count
   agree(*comm_, "Multisection::rebalance", [&] {
     if (!weights.empty() && weights.size() != positions.size())
@@ -524,7 +598,7 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   // 3. New cuts into a copy: the object changes only when all went well.
   Cuts next = cuts_;
   RebalanceStats stats;
-  if (histogram) cuts_histogram(x, cost, std::move(rest), next, stats);
+  if (by_level) cuts_by_level(x, cost, std::move(rest), next, stats);
   else cuts_global(at, cost, next, stats);
   if (options_.smoothing > 0) {
     const double s = options_.smoothing;
@@ -601,16 +675,30 @@ void Multisection::cuts_global(std::span<const Point> at, std::span<const std::u
   }
 }
 
-void Multisection::cuts_histogram(std::span<const double> x, std::span<const std::uint64_t> cost,
-                                  std::vector<detail::Rest> items, Cuts& cuts, RebalanceStats& stats) const {
+void Multisection::cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost,
+                                 std::vector<detail::Rest> items, Cuts& cuts, RebalanceStats& stats) const {
   const auto [nx, ny, nz] = divisions_;
   const int rank = comm_->rank(), i = rank / (ny * nz), j = (rank / nz) % ny;
   const Lines& lines = *lines_;
-  const int bins = options_.bins;
-  const double tolerance = options_.tolerance;
+  // One level: exact histogram cuts over the level's communicator, or
+  // samples gathered along `chain` (the level's communicator, line by line).
+  const auto level_cuts = [&](int axis, const Comm& level, std::initializer_list<const Comm*> chain,
+                              std::span<const double> values, std::span<const std::uint64_t> costs, int parts,
+                              double* out) {
+    if (options_.method == CutMethod::histogram) {
+      histogram_cuts(level, values, costs, parts, domain_.lo[axis], domain_.hi[axis], options_.bins,
+                     options_.tolerance, out, stats);
+      return;
+    }
+    const double budget = options_.total_samples > 0
+                              ? static_cast<double>(options_.total_samples)
+                              : static_cast<double>(options_.samples_per_rank) * parts;
+    const std::uint64_t seed = options_.seed + 7919u * static_cast<std::uint64_t>(comm_->rank()) +
+                               104729u * static_cast<std::uint64_t>(axis);
+    sampled_cuts(level, chain, values, costs, parts, domain_.lo[axis], domain_.hi[axis], budget, seed, out, stats);
+  };
   // Level x over all ranks.
-  if (nx > 1)
-    histogram_cuts(*comm_, x, cost, nx, domain_.lo[0], domain_.hi[0], bins, tolerance, cuts.x.data(), stats);
+  if (nx > 1) level_cuts(0, *comm_, {&lines.column, &lines.y_line, &lines.x_line}, x, cost, nx, cuts.x.data());
   if (ny == 1 && nz == 1) return;
   // Level y within slab i, after routing each coordinate pair along the x
   // line to the rank of its slab (few move when the cuts moved little).
@@ -626,7 +714,7 @@ void Multisection::cuts_histogram(std::span<const double> x, std::span<const std
   if (ny > 1) {
     std::vector<double> values(items.size());
     for (std::size_t n = 0; n < items.size(); ++n) values[n] = items[n].y;
-    histogram_cuts(lines.slab, values, item_cost, ny, domain_.lo[1], domain_.hi[1], bins, tolerance, y, stats);
+    level_cuts(1, lines.slab, {&lines.column, &lines.y_line}, values, item_cost, ny, y);
     if (nx > 1) {  // every rank holds every slab's y cuts
       const auto per = static_cast<std::size_t>(ny + 1);
       allgather_cuts(lines.x_line, y, per, cuts.y.data(), stats);
@@ -647,7 +735,7 @@ void Multisection::cuts_histogram(std::span<const double> x, std::span<const std
   }
   const auto per = static_cast<std::size_t>(nz + 1);
   double* z = &cuts.z[static_cast<std::size_t>(i * ny + j) * per];
-  histogram_cuts(lines.column, values, item_cost, nz, domain_.lo[2], domain_.hi[2], bins, tolerance, z, stats);
+  level_cuts(2, lines.column, {&lines.column}, values, item_cost, nz, z);
   // Share: the columns of the slab over the y line, then the slabs over the x line.
   if (ny > 1) allgather_cuts(lines.y_line, z, per, &cuts.z[static_cast<std::size_t>(i * ny) * per], stats);
   if (nx > 1) allgather_cuts(lines.x_line, &cuts.z[static_cast<std::size_t>(i * ny) * per], per * static_cast<std::size_t>(ny), cuts.z.data(), stats);

@@ -182,8 +182,11 @@ std::string fmt_layout(const std::array<int, 3>& d) {
   return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
 }
 
-const domex::CutMethod methods[] = {domex::CutMethod::histogram, domex::CutMethod::global};
-const char* name(domex::CutMethod method) { return method == domex::CutMethod::histogram ? "histogram" : "global"; }
+// global first: the scalable methods are compared with it.
+const domex::CutMethod methods[] = {domex::CutMethod::global, domex::CutMethod::histogram, domex::CutMethod::sampled};
+const char* name(domex::CutMethod method) {
+  return method == domex::CutMethod::histogram ? "histogram" : method == domex::CutMethod::global ? "global" : "sampled";
+}
 
 TEST(Multisection, OneRanksBadInputIsAnErrorOnEveryRankAndTheCutsStay) {
   domex::Comm comm{MPI_COMM_WORLD};
@@ -310,7 +313,7 @@ TEST(Multisection, EveryMethodBalancesClusteredAndRingInputOnEveryLayout) {
   const auto clumps = clustered(3000, 300 + static_cast<std::uint64_t>(comm.rank()));
   const auto ring = ring_points(3000, 400 + static_cast<std::uint64_t>(comm.rank()));
   for (const auto& divisions : layouts(comm.size())) {
-    double histogram_imbalance[2] = {0, 0};
+    double global_imbalance[2] = {0, 0};
     for (auto method : methods) {
       // The same budget for both: the global method with every particle (exact).
       const domex::MultisectionOptions options{.divisions = divisions, .method = method, .total_samples = 1u << 20};
@@ -326,10 +329,10 @@ TEST(Multisection, EveryMethodBalancesClusteredAndRingInputOnEveryLayout) {
       const double imbalances[2] = {imbalance(comm, box, clumps), imbalance(comm, cylinder, ring)};
       for (int n = 0; n < 2; ++n) {
         EXPECT_LE(imbalances[n], 1.05) << (n ? "ring" : "clustered");
-        if (method == domex::CutMethod::histogram) {
-          histogram_imbalance[n] = imbalances[n];
-        } else {
-          EXPECT_LE(histogram_imbalance[n], imbalances[n] + 0.01) << (n ? "ring" : "clustered");
+        if (method == domex::CutMethod::global) {
+          global_imbalance[n] = imbalances[n];
+        } else {  // a scalable method: within 1 % of the global one on the same input and budget
+          EXPECT_LE(imbalances[n], global_imbalance[n] + 0.01) << (n ? "ring" : "clustered");
         }
       }
     }
@@ -352,6 +355,27 @@ TEST(Multisection, SampledGlobalCutsUseAPerRankBudget) {
     EXPECT_LE(stats.bytes_received, 600u * 32u * static_cast<unsigned>(comm.size()));
   }
   EXPECT_LE(imbalance(comm, decomposition, points), 1.25);
+}
+
+TEST(Multisection, SampledLevelsReceiveTheirPartsWorthOfSamples) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto points = clustered(5000, 550 + static_cast<std::uint64_t>(comm.rank()));
+  const std::size_t per_part = 200;
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}},
+                                    {.method = domex::CutMethod::sampled, .samples_per_rank = per_part});
+  decomposition.rebalance(points);
+  EXPECT_TRUE(same_cuts_everywhere(comm, decomposition));
+  const auto d = decomposition.divisions();
+  std::size_t parts = 0;
+  for (int n : d) parts += n > 1 ? static_cast<std::size_t>(n) : 0;
+  // Each level with n > 1 parts draws about per_part * n samples (stochastic
+  // rounding: at most one more per rank); what a rank sorts grows with
+  // nx + ny + nz, not with P.
+  EXPECT_LE(decomposition.stats().samples_sorted, parts * per_part + 3u * static_cast<unsigned>(comm.size()));
+  if (comm.size() > 1) {
+    EXPECT_GT(decomposition.stats().samples_sorted, parts * per_part / 2);
+  }
+  EXPECT_LE(imbalance(comm, decomposition, points), 1.35);
 }
 
 TEST(Multisection, HistogramReceivesLittle) {

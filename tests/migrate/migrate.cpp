@@ -320,7 +320,7 @@ TEST(Migrate, PlanDestinationsEqualTheFullOwnerSearch) {
 TEST(Migrate, RingAndClusteredParticlesStayOwnedAndConservedForEveryMethod) {
   domex::Comm comm{MPI_COMM_WORLD};
   if (comm.rank() == 0) std::printf("seed 41 + rank\n");
-  for (auto method : {domex::CutMethod::histogram, domex::CutMethod::global})
+  for (auto method : {domex::CutMethod::histogram, domex::CutMethod::sampled, domex::CutMethod::global})
     for (bool ring : {false, true}) {
       std::mt19937_64 random(41 + static_cast<std::uint64_t>(comm.rank()));
       std::uniform_real_distribution<double> u(0.0, 1.0);

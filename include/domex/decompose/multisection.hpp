@@ -37,6 +37,12 @@ enum class CutMethod {
   /// same on every rank), refined inside each cut's bin for a few rounds.
   /// O(parts x bins) data per round and level. Default.
   histogram,
+  /// FDPS-style multi-step sampling: each level draws samples_per_rank x
+  /// (parts of the level) samples, each rank in proportion to its cost, and
+  /// gathers them within the level's communicator (column, then y line, then
+  /// x line: O(line) counts per step), then sorts them. O(parts x
+  /// samples_per_rank) data per level; balance is statistical.
+  sampled,
   /// Reference: every rank gathers samples from all ranks (samples_per_rank
   /// each, scaled by the rank's cost) and sorts them per level; O(P x
   /// samples_per_rank) data per rank. All particles (exact) when the ranks
@@ -53,10 +59,12 @@ struct MultisectionOptions {
   Geometry geometry = Geometry::cartesian;
   CutMethod method = CutMethod::histogram;
   /// global: samples a rank of mean cost contributes per rebalance (a rank
-  /// with twice the cost sends twice as many). Replaces the former fixed
-  /// total `samples` (65536).
+  /// with twice the cost sends twice as many); sampled: samples per part of
+  /// each level (a part of the last level is one rank's domain). Replaces the
+  /// former fixed total `samples` (65536).
   std::size_t samples_per_rank = 64;
-  /// global: if non-zero, the total budget over all ranks instead.
+  /// global, sampled: if non-zero, the total budget (over all ranks, per
+  /// level) instead.
   std::size_t total_samples = 0;
   /// histogram: bins per cut and refinement round.
   int bins = 256;
@@ -78,7 +86,7 @@ struct MultisectionOptions {
 /// What the last rebalance() cost this rank (for benchmarks; deterministic).
 struct RebalanceStats {
   std::size_t bytes_received = 0;  ///< payload received: reductions, routed coordinates, gathered samples, cuts
-  std::size_t samples_sorted = 0;  ///< samples this rank sorted (global method)
+  std::size_t samples_sorted = 0;  ///< samples this rank sorted (global, sampled)
   int rounds = 0;                  ///< histogram rounds, all levels
 };
 
@@ -150,8 +158,8 @@ class Multisection {
   [[nodiscard]] std::vector<int> neighbours_in(const Cuts& cuts, int rank) const;
   [[nodiscard]] Box box_in(const Cuts& cuts, int rank) const;
   void cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts, RebalanceStats& stats) const;
-  void cuts_histogram(std::span<const double> x, std::span<const std::uint64_t> cost, std::vector<detail::Rest> rest,
-                      Cuts& cuts, RebalanceStats& stats) const;
+  void cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost, std::vector<detail::Rest> rest,
+                     Cuts& cuts, RebalanceStats& stats) const;
   const Comm* comm_;
   std::shared_ptr<const Lines> lines_;
   Box domain_;
