@@ -254,17 +254,17 @@ std::vector<detail::Rest> route(const Comm& line, std::vector<detail::Rest> item
   const auto arriving = static_cast<std::size_t>(receive_offsets.back());
   if (static_cast<double>(std::max(send_offsets.back(), receive_offsets.back())) * sizeof(detail::Rest) > INT_MAX)
     fail("Multisection::rebalance", "more than INT_MAX bytes of coordinates to route");
+  // The kept items are compacted in place (most stay), the others packed.
   std::vector<detail::Rest> outgoing(static_cast<std::size_t>(send_offsets.back()));
-  std::vector<detail::Rest> result;
-  result.reserve(kept + arriving);
   {
     std::vector<int> fill(send_offsets.begin(), send_offsets.end() - 1);
+    std::size_t write = 0;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (where[i] == me) result.push_back(items[i]);
+      if (where[i] == me) items[write++] = items[i];
       else outgoing[static_cast<std::size_t>(fill[static_cast<std::size_t>(where[i])]++)] = items[i];
     }
   }
-  items = {};
+  std::vector<detail::Rest> result = std::move(items);
   // Byte counts and displacements for MPI_Alltoallv (self excluded: kept above).
   const auto bytes = [&](std::vector<int>& counts, const std::vector<int>& offsets, std::vector<int>& displs) {
     displs.resize(counts.size());
@@ -708,8 +708,9 @@ void Multisection::cuts_by_level(std::span<const double> x, std::span<const std:
     for (std::size_t n = 0; n < x.size(); ++n) where[n] = piece_of(cuts.x.data(), nx, x[n]);
     items = route(lines.x_line, std::move(items), where, stats);
   }
-  std::vector<std::uint64_t> item_cost(items.size());
-  for (std::size_t n = 0; n < items.size(); ++n) item_cost[n] = items[n].cost;
+  // Unweighted: every cost is 1, no array needed.
+  std::vector<std::uint64_t> item_cost(cost.empty() ? 0 : items.size());
+  for (std::size_t n = 0; n < item_cost.size(); ++n) item_cost[n] = items[n].cost;
   double* y = &cuts.y[static_cast<std::size_t>(i * (ny + 1))];
   if (ny > 1) {
     std::vector<double> values(items.size());
@@ -728,11 +729,9 @@ void Multisection::cuts_by_level(std::span<const double> x, std::span<const std:
     items = route(lines.y_line, std::move(items), where, stats);
   }
   std::vector<double> values(items.size());
-  item_cost.resize(items.size());
-  for (std::size_t n = 0; n < items.size(); ++n) {
-    values[n] = items[n].z;
-    item_cost[n] = items[n].cost;
-  }
+  item_cost.resize(cost.empty() ? 0 : items.size());
+  for (std::size_t n = 0; n < items.size(); ++n) values[n] = items[n].z;
+  for (std::size_t n = 0; n < item_cost.size(); ++n) item_cost[n] = items[n].cost;
   const auto per = static_cast<std::size_t>(nz + 1);
   double* z = &cuts.z[static_cast<std::size_t>(i * ny + j) * per];
   level_cuts(2, lines.column, {&lines.column}, values, item_cost, nz, z);
