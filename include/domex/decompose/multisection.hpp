@@ -35,7 +35,10 @@ enum class CutMethod {
   /// Exact weighted quantiles, no samples: histograms of integer cost
   /// reduced over the level's communicator (MPI_Allreduce, exact, hence the
   /// same on every rank), refined inside each cut's bin for a few rounds.
-  /// O(parts x bins) data per round and level. Default.
+  /// O(parts x bins) data per round and level; one or two rounds per level
+  /// on smooth input. Default: at np 2 with 1e5 particles per rank it
+  /// rebalanced in about 1 ms with max/mean cost 1.0000, where `sampled` took
+  /// about 0.6 ms with 1.006-1.008 at 64 samples per part (bench/decompose).
   histogram,
   /// FDPS-style multi-step sampling: each level draws samples_per_rank x
   /// (parts of the level) samples, each rank in proportion to its cost, and
