@@ -34,8 +34,16 @@ def load(paths):
     return rows
 
 
+def method(row):
+    unit = {"global": "/rank", "sampled": "/part"}.get(row["method"], "")
+    return row["method"] + (f" {row['budget']}{unit}" if unit else "")
+
+
 def label(row):
-    return f"{row['input']}, {row['method']}" + (f" {row['budget']}/rank" if row["method"] != "histogram" else "")
+    return f"{row['input']}, {method(row)}"
+
+
+STYLES = {"uniform": "-", "clustered": "--", "ring": ":"}
 
 
 def main() -> int:
@@ -49,18 +57,24 @@ def main() -> int:
         series.setdefault(label(row), []).append(row)
     figure, (time_axis, bytes_axis, balance_axis) = plt.subplots(1, 3, figsize=(15, 4.5))
     ranks = sorted({row["ranks"] for row in rows})
+    # Colour: method and budget; line style: input.
+    methods = list(dict.fromkeys(method(row) for row in rows))
+    colours = {m: f"C{i % 10}" for i, m in enumerate(methods)}
     for name, points in series.items():
         points.sort(key=lambda r: r["ranks"])
         p = [r["ranks"] for r in points]
-        time_axis.plot(p, [r["rebalance_s"] * 1e3 for r in points], marker="o", label=name)
-        bytes_axis.plot(p, [max(r["bytes_received"], 1) for r in points], marker="o", label=name)
-        balance_axis.plot(p, [r["imbalance"] for r in points], marker="o", label=name)
+        style = dict(marker="o", color=colours[method(points[0])], linestyle=STYLES.get(points[0]["input"], "-"),
+                     label=name)
+        time_axis.plot(p, [r["rebalance_s"] * 1e3 for r in points], **style)
+        bytes_axis.plot(p, [max(r["bytes_received"], 1) for r in points], **style)
+        balance_axis.plot(p, [r["imbalance"] for r in points], **style)
     # Reference lines through the smallest time at the smallest P > 1 (or P = 1).
     start = min(ranks[1:] or ranks)
     base = min(r["rebalance_s"] * 1e3 for r in rows if r["ranks"] == start)
     line = [q for q in ranks if q >= start]
-    time_axis.plot(line, [base * (q / start) ** (1 / 3) for q in line], "k--", linewidth=1, label="∝ P^(1/3)")
-    time_axis.plot(line, [base * q / start for q in line], "k:", linewidth=1, label="∝ P")
+    time_axis.plot(line, [base * (q / start) ** (1 / 3) for q in line], color="black", linewidth=2, alpha=0.4,
+                   label="∝ P^(1/3)")
+    time_axis.plot(line, [base * q / start for q in line], color="gray", linewidth=2, alpha=0.4, label="∝ P")
     for axis, title, ylabel in ((time_axis, "rebalance time", "ms per call (median, slowest rank)"),
                                 (bytes_axis, "received per rank", "bytes (max over ranks)"),
                                 (balance_axis, "imbalance after migration", "max / mean particles")):
