@@ -154,8 +154,9 @@ void run_decompose(const DecomposeOptions& options) {
     std::printf("%-9s %-9s %7zu %13.3f %9.3f %11.3f %9.3f %11llu %14llu %7llu %10.4f\n", r.input.c_str(),
                 r.method.c_str(), r.budget, 1e3 * r.rebalance_s, 1e3 * r.rebalance_min_s, 1e3 * r.migrate_s,
                 1e3 * r.migrate_min_s, r.bytes_received, r.samples_sorted, r.rounds, r.imbalance);
-  std::printf("(times: median (and min) over repeats of the slowest rank; bytes recv, samples sorted, rounds: max over ranks;\n"
-              " budget: samples per rank (global), per part of a level (sampled); imbalance: max/mean particles after migration;\n"
+  std::printf("(times: median (and min) over repeats of the slowest rank; bytes recv, samples sorted, rounds:\n"
+              " max over ranks; budget: samples per rank (global), per part of a level (sampled);\n"
+              " imbalance: max/mean particles after migration;\n"
               " migrate: one step with drift <= %g per axis, almost nothing leaves)\n",
               options.drift);
   if (!options.json.empty()) {

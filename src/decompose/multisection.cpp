@@ -344,8 +344,9 @@ Multisection::Multisection(const Comm& comm, Box domain, MultisectionOptions opt
     std::uint64_t hash = 0;
     const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
     for (int a = 0; a < 3; ++a)
-      hash = mix(mix(mix(mix(hash, bits(domain_.lo[a])), bits(domain_.hi[a])), static_cast<std::uint64_t>(divisions_[a])),
-                 options_.periodic[a]);
+      for (std::uint64_t v : {bits(domain_.lo[a]), bits(domain_.hi[a]), static_cast<std::uint64_t>(divisions_[a]),
+                              std::uint64_t{options_.periodic[a]}})
+        hash = mix(hash, v);
     for (std::uint64_t v : {static_cast<std::uint64_t>(options_.geometry), static_cast<std::uint64_t>(options_.method),
                             std::uint64_t{options_.samples_per_rank}, std::uint64_t{options_.total_samples},
                             static_cast<std::uint64_t>(options_.bins), bits(options_.tolerance),
@@ -474,7 +475,8 @@ Box Multisection::box_in(const Cuts& cuts, int rank) const {
   const int i = rank / (ny * nz), j = (rank / nz) % ny, k = rank % nz;
   const double* y = &cuts.y[static_cast<std::size_t>(i * (ny + 1))];
   const double* z = &cuts.z[static_cast<std::size_t>((i * ny + j) * (nz + 1))];
-  return {{cuts.x[static_cast<std::size_t>(i)], y[j], z[k]}, {cuts.x[static_cast<std::size_t>(i + 1)], y[j + 1], z[k + 1]}};
+  return {{cuts.x[static_cast<std::size_t>(i)], y[j], z[k]},
+          {cuts.x[static_cast<std::size_t>(i + 1)], y[j + 1], z[k + 1]}};
 }
 
 Box Multisection::box(int rank) const {
@@ -559,7 +561,8 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
     const bool skip_phi = options_.geometry == Geometry::cylindrical && divisions_[1] == 1;
     for (std::size_t i = 0; i < positions.size(); ++i) {
       const Point& p = positions[i];
-      Point c = skip_phi ? Point{std::sqrt(p[0] * p[0] + p[1] * p[1]), std::isfinite(p[0] + p[1]) ? d.lo[1] : p[0] + p[1], p[2]}
+      Point c = skip_phi ? Point{std::sqrt(p[0] * p[0] + p[1] * p[1]),
+                                 std::isfinite(p[0] + p[1]) ? d.lo[1] : p[0] + p[1], p[2]}
                          : coordinates(p);
       if (!((c[0] >= d.lo[0]) & (c[0] < d.hi[0]) & (c[1] >= d.lo[1]) & (c[1] < d.hi[1]) & (c[2] >= d.lo[2]) &
             (c[2] < d.hi[2]))) {
@@ -737,7 +740,9 @@ void Multisection::cuts_by_level(std::span<const double> x, std::span<const std:
   level_cuts(2, lines.column, {&lines.column}, values, item_cost, nz, z);
   // Share: the columns of the slab over the y line, then the slabs over the x line.
   if (ny > 1) allgather_cuts(lines.y_line, z, per, &cuts.z[static_cast<std::size_t>(i * ny) * per], stats);
-  if (nx > 1) allgather_cuts(lines.x_line, &cuts.z[static_cast<std::size_t>(i * ny) * per], per * static_cast<std::size_t>(ny), cuts.z.data(), stats);
+  if (nx > 1)
+    allgather_cuts(lines.x_line, &cuts.z[static_cast<std::size_t>(i * ny) * per], per * static_cast<std::size_t>(ny),
+                   cuts.z.data(), stats);
 }
 
 }  // namespace domex

@@ -160,7 +160,8 @@ class Multisection {
   [[nodiscard]] int owner_in(const Cuts& cuts, const Point& wrapped) const noexcept;
   [[nodiscard]] std::vector<int> neighbours_in(const Cuts& cuts, int rank) const;
   [[nodiscard]] Box box_in(const Cuts& cuts, int rank) const;
-  void cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts, RebalanceStats& stats) const;
+  void cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts,
+                   RebalanceStats& stats) const;
   void cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost, std::vector<detail::Rest> rest,
                      Cuts& cuts, RebalanceStats& stats) const;
   const Comm* comm_;
