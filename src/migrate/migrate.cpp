@@ -10,74 +10,86 @@ namespace domex {
 MigrationPlan::MigrationPlan(Comm& comm, std::vector<int> destinations, std::vector<int> neighbours,
                              MigrationOptions options)
     : comm_(&comm), options_(options), destination_(std::move(destinations)), neighbours_(std::move(neighbours)) {
-  std::sort(neighbours_.begin(), neighbours_.end());
-  neighbours_.erase(std::unique(neighbours_.begin(), neighbours_.end()), neighbours_.end());
-  neighbours_.erase(std::remove(neighbours_.begin(), neighbours_.end(), comm.rank()), neighbours_.end());
-  int invalid = -1;
-  for (std::size_t i = 0; i < destination_.size() && invalid < 0; ++i)
-    if (destination_[i] < 0 || destination_[i] >= comm.size()) invalid = static_cast<int>(i);
-  if (invalid >= 0) invalid_position_ = {static_cast<double>(destination_[static_cast<std::size_t>(invalid)]), 0, 0};
-  finish_setup(invalid);
+  finish_setup([&](std::size_t i) {
+    return fmt::format("particle {} has destination {}, not a rank in [0, {})", i, destination_[i], comm.size());
+  });
 }
 
-void MigrationPlan::finish_setup(int invalid_index) {
-  // One reduction tells every rank whether some particle anywhere left its
-  // neighbourhood (then the general exchange runs) or is invalid (then all
-  // ranks throw instead of some hanging).
-  int far = 0;
-  leaving_ = 0;
-  if (invalid_index < 0)
-    for (int destination : destination_) {
-      if (destination == comm_->rank()) continue;
-      ++leaving_;
-      if (!std::binary_search(neighbours_.begin(), neighbours_.end(), destination)) far = 1;
+void MigrationPlan::finish_setup(const std::function<std::string(std::size_t)>& describe_invalid) {
+  std::sort(neighbours_.begin(), neighbours_.end());
+  neighbours_.erase(std::unique(neighbours_.begin(), neighbours_.end()), neighbours_.end());
+  neighbours_.erase(std::remove(neighbours_.begin(), neighbours_.end(), comm_->rank()), neighbours_.end());
+  // One reduction tells every rank whether a particle anywhere is invalid
+  // (then all ranks throw instead of some hanging) or left its
+  // neighbourhood (then the general exchange runs).
+  const int rank = comm_->rank(), size = comm_->size();
+  double far = 0;
+  agree(*comm_, "MigrationPlan", [&] {
+    leavers_.clear();
+    for (std::size_t i = 0; i < destination_.size(); ++i) {
+      const int d = destination_[i];
+      if (d == rank) continue;  // the common case: one compare
+      if (d < 0 || d >= size) fail("MigrationPlan", describe_invalid(i));
+      leavers_.push_back(i);
+      if (!std::binary_search(neighbours_.begin(), neighbours_.end(), d)) far = 1;
     }
-  int flags[2] = {far, invalid_index >= 0 ? 1 : 0};
-  comm_->allreduce_in_place(std::span<int>(flags), MPI_MAX);
-  if (invalid_index >= 0)
-    fail("MigrationPlan",
-         fmt::format("particle {} has an invalid position or destination ({}, {}, {}): NaN, or outside the domain on "
-                     "a non-periodic axis",
-                     invalid_index, invalid_position_[0], invalid_position_[1], invalid_position_[2]));
-  if (flags[1]) fail("MigrationPlan", "another rank holds a particle with an invalid position; no particle moved");
-  neighbour_path_ = options_.neighbour_only && flags[0] == 0;
+  }, std::span<double>(&far, 1));
+  neighbour_path_ = options_.neighbour_only && far == 0;
+  // Leavers grouped by destination (counting sort over the few destinations).
+  ranks_.clear();
+  for (std::size_t i : leavers_) ranks_.push_back(destination_[i]);
+  std::sort(ranks_.begin(), ranks_.end());
+  ranks_.erase(std::unique(ranks_.begin(), ranks_.end()), ranks_.end());
+  record_offsets_.assign(ranks_.size() + 1, 0);
+  const auto slot = [&](int d) {
+    return static_cast<std::size_t>(std::lower_bound(ranks_.begin(), ranks_.end(), d) - ranks_.begin());
+  };
+  for (std::size_t i : leavers_) ++record_offsets_[slot(destination_[i]) + 1];
+  for (std::size_t m = 0; m < ranks_.size(); ++m) record_offsets_[m + 1] += record_offsets_[m];
+  send_order_.resize(leavers_.size());
+  std::vector<std::size_t> fill(record_offsets_.begin(), record_offsets_.end() - 1);
+  for (std::size_t i : leavers_) send_order_[fill[slot(destination_[i])]++] = i;
 }
 
 std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> records, std::size_t record_bytes) {
-  const int rank = comm_->rank();
-  const std::size_t count = destination_.size();
-  // Group leaving records by destination (ascending), keep the others.
-  std::vector<int> ranks;
-  std::vector<std::size_t> offsets{0};
-  {
-    std::vector<int> sorted;
-    sorted.reserve(leaving_);
-    for (int d : destination_)
-      if (d != rank) sorted.push_back(d);
-    std::sort(sorted.begin(), sorted.end());
-    for (std::size_t i = 0; i < sorted.size(); ++i)
-      if (i == 0 || sorted[i] != sorted[i - 1]) ranks.push_back(sorted[i]);
-  }
-  std::vector<std::size_t> fill(ranks.size(), 0);
-  for (int d : destination_)
-    if (d != rank) ++fill[static_cast<std::size_t>(std::lower_bound(ranks.begin(), ranks.end(), d) - ranks.begin())];
-  for (std::size_t m = 0; m < ranks.size(); ++m) offsets.push_back(offsets.back() + fill[m] * record_bytes);
-  std::vector<std::byte> outgoing(offsets.back());
+  agree(*comm_, "MigrationPlan::move_records", [&] {
+    if (records.size() != destination_.size() * record_bytes)
+      fail("MigrationPlan::move_records",
+           fmt::format("{} bytes of records for {} particles of {} bytes", records.size(), destination_.size(),
+                       record_bytes));
+  });
+  std::vector<std::byte> packed(send_order_.size() * record_bytes);
+  for (std::size_t m = 0; m < send_order_.size(); ++m)
+    std::memcpy(packed.data() + m * record_bytes, records.data() + send_order_[m] * record_bytes, record_bytes);
+  const auto arrived = exchange_packed(packed, record_bytes);
   std::vector<std::byte> result;
-  result.reserve((count - leaving_) * record_bytes);
-  std::copy(offsets.begin(), offsets.end() - 1, fill.begin());
-  for (std::size_t i = 0; i < count; ++i) {
-    const std::byte* record = records.data() + i * record_bytes;
-    const int d = destination_[i];
-    if (d == rank) {
-      result.insert(result.end(), record, record + record_bytes);
-      continue;
-    }
-    auto& at = fill[static_cast<std::size_t>(std::lower_bound(ranks.begin(), ranks.end(), d) - ranks.begin())];
-    std::memcpy(outgoing.data() + at, record, record_bytes);
-    at += record_bytes;
+  result.reserve(records.size() - packed.size() + arrived.size());
+  std::size_t next = 0;
+  for (std::size_t m = 0; m <= leavers_.size(); ++m) {
+    const std::size_t end = m < leavers_.size() ? leavers_[m] : destination_.size();
+    result.insert(result.end(), records.begin() + static_cast<std::ptrdiff_t>(next * record_bytes),
+                  records.begin() + static_cast<std::ptrdiff_t>(end * record_bytes));
+    next = end + 1;
   }
+  result.insert(result.end(), arrived.begin(), arrived.end());
+  return result;
+}
 
+std::vector<std::byte> MigrationPlan::exchange_leavers(std::span<const std::byte> packed, std::size_t record_bytes) {
+  agree(*comm_, "MigrationPlan::exchange_leavers", [&] {
+    if (packed.size() != send_order_.size() * record_bytes)
+      fail("MigrationPlan::exchange_leavers",
+           fmt::format("{} bytes for {} leavers of {} bytes", packed.size(), send_order_.size(), record_bytes));
+  });
+  return exchange_packed(packed, record_bytes);
+}
+
+std::vector<std::byte> MigrationPlan::exchange_packed(std::span<const std::byte> packed, std::size_t record_bytes) {
+  std::vector<int> ranks = ranks_;
+  std::vector<std::size_t> offsets(record_offsets_.size());
+  for (std::size_t m = 0; m < offsets.size(); ++m) offsets[m] = record_offsets_[m] * record_bytes;
+  const std::byte* outgoing_data = packed.data();
+  std::vector<std::byte> result;
   stats_ = {};
   contacted_.clear();
   if (neighbour_path_) {
@@ -92,10 +104,10 @@ std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> re
     requests.reserve(2 * n);
     std::size_t m = 0;
     for (std::size_t k = 0; k < n; ++k) {
-      const std::byte* data = outgoing.data();
+      const std::byte* data = outgoing_data;
       std::size_t bytes = 0;
       if (m < ranks.size() && ranks[m] == neighbours_[k]) {
-        data += offsets[m];
+        data = outgoing_data + offsets[m];
         bytes = offsets[m + 1] - offsets[m];
         ++m;
         ++stats_.messages_sent;
@@ -134,7 +146,7 @@ std::vector<std::byte> MigrationPlan::move_records(std::span<const std::byte> re
   }
 
   // General path: receivers cannot know their senders: sparse exchange.
-  Outbox<std::byte> outbox(std::move(ranks), std::move(offsets), std::move(outgoing));
+  Outbox<std::byte> outbox(std::move(ranks), std::move(offsets), std::vector<std::byte>(packed.begin(), packed.end()));
   const auto inbox = exchange(*comm_, outbox, {.algorithm = options_.algorithm});
   stats_ = inbox.stats();
   result.insert(result.end(), inbox.data().begin(), inbox.data().end());

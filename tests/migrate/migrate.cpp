@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <limits>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -185,11 +187,12 @@ TEST(Migrate, InvalidPositionFailsOnEveryRankAndNamesTheParticle) {
     domex::MigrationPlan plan(comm, decomposition, positions);
     FAIL() << "no error";
   } catch (const domex::Error& error) {
+    // Every rank names the offending rank, the particle and its position.
     const std::string what = error.what();
-    if (comm.rank() == bad) {
-      EXPECT_NE(what.find("particle 1"), std::string::npos) << what;
-      EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
-    } else {
+    EXPECT_NE(what.find("particle 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank " + std::to_string(bad)), std::string::npos) << what;
+    EXPECT_NE(what.find("1.5"), std::string::npos) << what;
+    if (comm.rank() != bad) {
       EXPECT_NE(what.find("another rank"), std::string::npos) << what;
     }
   }
@@ -226,6 +229,152 @@ TEST(Migrate, EmptyRanksAndNoParticles) {
   domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
   domex::migrate(plan, particles);
   EXPECT_TRUE(particles.empty());
+}
+
+TEST(Migrate, OneRanksBadPositionIsAnErrorOnEveryRankThenAPlanWorks) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, false, false}});
+  std::mt19937_64 random(13 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<Particle> particles;
+  for (std::uint64_t i = 0; i < 200; ++i)
+    particles.push_back({{u(random), u(random), u(random)}, {0, 0, 0}, mass_of(i), i + 1000 * static_cast<std::uint64_t>(comm.rank())});
+  const Totals before = totals(comm, particles);
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::pair<Point, std::string> kinds[] = {
+      {{0.5, nan, 0.5}, "nan"}, {{0.5, 0.5, -inf}, "-inf"}, {{0.5, 0.5, 1.75}, "1.75"}, {{inf, 0.5, 0.5}, "inf"}};
+  std::vector<int> bad_ranks{0, comm.size() / 2, comm.size() - 1};
+  for (int bad : bad_ranks)
+    for (const auto& [position, value] : kinds) {
+      auto positions = positions_of(particles);
+      if (comm.rank() == bad) positions[3] = position;
+      try {
+        domex::MigrationPlan plan(comm, decomposition, positions);
+        ADD_FAILURE() << "no error";
+      } catch (const domex::Error& error) {
+        const std::string what = error.what();
+        EXPECT_NE(what.find("rank " + std::to_string(bad) + ": MigrationPlan: particle 3"), std::string::npos) << what;
+        EXPECT_NE(what.find(value), std::string::npos) << what;
+      }
+      domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+      domex::migrate(plan, particles);
+    }
+  // A field of the wrong size on one rank: every rank throws, nothing moves.
+  domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+  std::vector<int> tags(particles.size() - (comm.rank() == comm.size() - 1 ? 1 : 0), 0);
+  EXPECT_THROW(domex::migrate(plan, particles, tags), domex::Error);
+  // A destination out of range on one rank.
+  std::vector<int> destinations(4, comm.rank());
+  if (comm.rank() == 0) destinations[2] = comm.size();
+  EXPECT_THROW(domex::MigrationPlan(comm, destinations, {}), domex::Error);
+  const Totals after = totals(comm, particles);
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.checksum, before.checksum);
+  for (const auto& p : particles) ASSERT_EQ(decomposition.owner(p.x), comm.rank());
+}
+
+TEST(Migrate, PlanDestinationsEqualTheFullOwnerSearch) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (auto geometry : {domex::Geometry::cartesian, domex::Geometry::cylindrical}) {
+    const bool ring = geometry == domex::Geometry::cylindrical;
+    domex::Multisection d(comm, ring ? domex::Box{{0.5, 0, 0}, {1.5, 0, 1}} : domex::Box{{0, 0, 0}, {1, 1, 1}},
+                          {.periodic = {true, true, true}, .geometry = geometry});
+    std::mt19937_64 random(21 + static_cast<std::uint64_t>(comm.rank()));
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<Point> positions;
+    for (int n = 0; n < 3000; ++n) {
+      if (ring) {
+        const double r = 0.5 + u(random), phi = 6.283185307179586 * u(random);
+        positions.push_back({r * std::cos(phi), r * std::sin(phi), u(random)});
+      } else {
+        positions.push_back({u(random), u(random), u(random)});
+      }
+    }
+    d.rebalance(positions);
+    // Adversarial: on every cut of every box, on the periodic seam, beyond it.
+    for (int r = 0; r < comm.size(); ++r) {
+      const auto b = d.box(r);
+      for (double x : {b.lo[0], b.hi[0]})
+        for (double y : {b.lo[1], b.hi[1]})
+          for (double z : {b.lo[2], b.hi[2]})
+            positions.push_back(ring ? Point{x * std::cos(y), x * std::sin(y), z} : Point{x, y, z});
+    }
+    for (const Point& p : std::initializer_list<Point>{{1.0, 1.0, 1.0}, {-1e-300, 0.5, 0.5}, {2.0, -3.0, 0.25},
+                                                       {0.75, -0.0, 0.5}, {-0.75, 0.0, 0.5}})
+      positions.push_back(p);
+    domex::MigrationPlan plan(comm, d, positions);
+    const auto destinations = plan.destinations();
+    std::size_t leaving = 0;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      ASSERT_EQ(destinations[i], d.try_owner(positions[i])) << i;
+      leaving += destinations[i] != comm.rank();
+    }
+    EXPECT_EQ(plan.leaving(), leaving);
+    // NaN on every rank: every rank throws.
+    positions.push_back({nan, 0.5, 0.5});
+    EXPECT_THROW(domex::MigrationPlan(comm, d, positions), domex::Error);
+  }
+}
+
+TEST(Migrate, RingAndClusteredParticlesStayOwnedAndConservedForEveryMethod) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  if (comm.rank() == 0) std::printf("seed 41 + rank\n");
+  for (auto method : {domex::CutMethod::histogram, domex::CutMethod::sampled, domex::CutMethod::global})
+    for (bool ring : {false, true}) {
+      std::mt19937_64 random(41 + static_cast<std::uint64_t>(comm.rank()));
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      std::vector<Particle> particles;
+      for (std::uint64_t i = 0; i < 500; ++i) {
+        Point x;
+        if (ring) {
+          const double r = 1 + 0.5 * u(random), phi = 6.283185307179586 * u(random) * u(random);
+          x = {r * std::cos(phi), r * std::sin(phi), 0.1 * u(random)};
+        } else {
+          const double a = u(random);
+          x = {a * a, u(random) * a, u(random)};
+        }
+        particles.push_back({x, {0, 0, 0}, mass_of(i), i + 100000 * static_cast<std::uint64_t>(comm.rank())});
+      }
+      const Totals before = totals(comm, particles);
+      domex::Multisection d(comm, ring ? domex::Box{{1, 0, 0}, {1.5, 0, 0.1}} : domex::Box{{0, 0, 0}, {1, 1, 1}},
+                            {.geometry = ring ? domex::Geometry::cylindrical : domex::Geometry::cartesian,
+                             .method = method,
+                             .samples_per_rank = 256});
+      for (int step = 0; step < 3; ++step) {
+        d.rebalance(positions_of(particles));
+        domex::MigrationPlan plan(comm, d, positions_of(particles));
+        domex::migrate(plan, particles);
+      }
+      const Totals after = totals(comm, particles);
+      EXPECT_EQ(after.count, before.count);
+      EXPECT_EQ(after.id_sum, before.id_sum);
+      EXPECT_EQ(after.checksum, before.checksum);
+      for (const auto& p : particles) ASSERT_EQ(d.owner(p.x), comm.rank());
+      const double count = static_cast<double>(particles.size());
+      const double imbalance = comm.allreduce(count, MPI_MAX) / (comm.allreduce(count, MPI_SUM) / comm.size());
+      EXPECT_LE(imbalance, method == domex::CutMethod::histogram ? 1.02 : 1.3) << (ring ? "ring" : "clustered");
+    }
+}
+
+TEST(Migrate, MoveRecordsMatchesMigrateAndAgreesOnSizes) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const int p = comm.size(), rank = comm.rank();
+  std::vector<int> values, destinations;
+  for (int i = 0; i < 12; ++i) {
+    values.push_back(rank * 100 + i);
+    destinations.push_back(i % 3 == 0 ? (rank + 1) % p : rank);
+  }
+  domex::MigrationPlan plan(comm, destinations, {(rank + 1) % p, (rank + p - 1) % p});
+  std::vector<std::byte> records(values.size() * sizeof(int));
+  std::memcpy(records.data(), values.data(), records.size());
+  // A wrong size on the last rank: every rank throws, nothing moved.
+  std::span<const std::byte> short_records(records.data(), records.size() - (rank == p - 1 ? 1 : 0));
+  EXPECT_THROW((void)plan.move_records(short_records, sizeof(int)), domex::Error);
+  const auto moved = plan.move_records(records, sizeof(int));
+  domex::migrate(plan, values);
+  ASSERT_EQ(moved.size(), values.size() * sizeof(int));
+  EXPECT_EQ(std::memcmp(moved.data(), values.data(), moved.size()), 0);
 }
 
 }  // namespace

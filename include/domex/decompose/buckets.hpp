@@ -7,6 +7,7 @@
 #include <domex/decompose/box.hpp>
 
 #include <array>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -18,14 +19,23 @@ struct BucketOptions {
 };
 
 /// Every rank holds the same assignment of buckets to ranks.
+///
+/// Errors: the constructor and rebalance agree on validity before they
+/// communicate: bad input on one rank (a NaN or infinite position, one
+/// outside a non-periodic axis, a negative, NaN or infinite weight) throws
+/// domex::Error on every rank naming the offending rank and value.
+/// rebalance gives the strong guarantee (the previous assignment stays).
 class BucketDecomposition {
  public:
   /// Collective. Starts with equal bucket counts per rank along the curve.
   BucketDecomposition(const Comm& comm, Box domain, BucketOptions options = {});
 
-  /// Collective: one MPI_Allreduce of the per-bucket cost (O(buckets) data),
-  /// then each rank takes a contiguous run of the curve holding 1/P of the
-  /// total cost (cost 1 per particle when `weights` is empty).
+  /// Collective: one MPI_Allreduce of the per-bucket cost (O(buckets) data,
+  /// integers, so identical on every rank), then each rank takes a contiguous
+  /// run of the curve holding 1/P of the total cost (cost 1 per particle when
+  /// `weights` is empty or zero on every rank). Weights must be finite and
+  /// >= 0; any finite values work (scaled by the global maximum). Strong
+  /// guarantee.
   void rebalance(std::span<const Point> positions, std::span<const double> weights = {});
 
   /// Bucket index (x fastest) of a position, or -1 for NaN / outside a
@@ -44,7 +54,7 @@ class BucketDecomposition {
   [[nodiscard]] int bucket_count() const noexcept { return static_cast<int>(owner_.size()); }
 
  private:
-  void assign(std::span<const double> cost);
+  void assign(std::span<const std::uint64_t> cost, std::vector<int>& owner, std::vector<int>& neighbours) const;
   const Comm* comm_;
   Box domain_;
   BucketOptions options_;
