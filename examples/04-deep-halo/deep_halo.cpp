@@ -45,15 +45,16 @@ int main(int argc, char** argv) {
     const long nx = static_cast<long>(grid.local_cells()[0]);
     const long ny = static_cast<long>(grid.local_cells()[1]);
     const long nz = static_cast<long>(grid.local_cells()[2]);
-    const auto offset = grid.offset();
+    // Global index of this rank's first owned cell per axis.
+    const long ox = static_cast<long>(grid.offset()[0]);
+    const long oy = static_cast<long>(grid.offset()[1]);
+    const long oz = static_cast<long>(grid.offset()[2]);
 
     std::vector<double> u(halo.cells(), 0.0), next(halo.cells(), 0.0);
     for (long k = 0; k < nz; ++k)
       for (long j = 0; j < ny; ++j)
         for (long i = 0; i < nx; ++i)
-          u[halo.index(i, j, k)] =
-              initial(static_cast<long>(offset[0]) + i, static_cast<long>(offset[1]) + j,
-                      static_cast<long>(offset[2]) + k);
+          u[halo.index(i, j, k)] = initial(ox + i, oy + j, oz + k);
 
     int exchanges = 0;
     for (int step = 0; step < steps; ++step) {
@@ -97,8 +98,7 @@ int main(int argc, char** argv) {
     for (long k = 0; k < nz; ++k)
       for (long j = 0; j < ny; ++j)
         for (long i = 0; i < nx; ++i) {
-          const double expected =
-              ref[at(static_cast<long>(offset[0]) + i, static_cast<long>(offset[1]) + j, static_cast<long>(offset[2]) + k)];
+          const double expected = ref[at(ox + i, oy + j, oz + k)];
           if (std::abs(u[halo.index(i, j, k)] - expected) > 1e-12 * (1.0 + std::abs(expected))) wrong = 1;
           else ++matching;
         }
