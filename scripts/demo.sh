@@ -8,7 +8,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/scripts/setup.sh"
 build=${DOMEX_BUILD_DIR:-$root/build/release}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target domex-bench
+# domex-installables: the libraries and programs that `cmake --install` copies
+# (domex-bench among them), so an install after the demo is complete.
+cmake --build "$build" -j"$(nproc)" --target domex-installables
 mkdir -p "$root/results"
 mpirun -n "${DOMEX_RANKS:-8}" "$build/bench/domex-bench" sparse --json "$root/results/sparse.json" "$@"
 "$DOMEX_PYTHON" "$root/tools/plot_sparse.py" "$root/results/sparse.json" -o "$root/results/sparse.png"

@@ -7,6 +7,8 @@ domex_packages=(build-essential cmake ninja-build pkg-config openmpi-bin libopen
                 libfmt-dev libcli11-dev libgtest-dev python3 python3-matplotlib)
 if [[ "${DOMEX_WITH_MPICH:-0}" == 1 ]]; then domex_packages+=(mpich libmpich-dev); fi
 if [[ "${DOMEX_WITH_FUZZ:-0}" == 1 ]]; then domex_packages+=(clang libclang-rt-dev); fi
+# Doxygen for the API reference (cmake --build <dir> --target domex-docs).
+if [[ "${DOMEX_WITH_DOCS:-0}" == 1 ]]; then domex_packages+=(doxygen); fi
 
 domex_missing=()
 for package in "${domex_packages[@]}"; do

@@ -2,9 +2,17 @@
 --json` file and `-o` PNG) and reading the JSON, with a one-line error."""
 import argparse
 import json
+import os
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    # One clear line instead of a traceback (exit 1), for every plot script.
+    print(f"{os.path.basename(sys.argv[0])}: needs matplotlib, which {sys.executable} lacks: "
+          "run /usr/bin/python3 after scripts/setup.sh, or apt-get install python3-matplotlib",
+          file=sys.stderr)
+    sys.exit(1)
 
 matplotlib.use("Agg")  # files only, no display needed
 

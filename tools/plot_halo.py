@@ -7,8 +7,9 @@ against the ghost depth k for each amount of computation.
 """
 import sys
 
-import matplotlib.pyplot as plt
-from benchplot import load
+from benchplot import load  # first: exits with one line if matplotlib is missing
+
+import matplotlib.pyplot as plt  # noqa: E402
 
 
 def main() -> int:

@@ -8,11 +8,17 @@
 import argparse
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+    import numpy as np
+except ImportError as missing:
+    print(f"plot_mhd.py: needs {missing.name}, which {sys.executable} lacks: "
+          "run /usr/bin/python3 after scripts/setup.sh, or apt-get install python3-matplotlib",
+          file=sys.stderr)
+    sys.exit(1)
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 
 
 def read_vtk(path):

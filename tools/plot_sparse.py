@@ -6,8 +6,9 @@ size, one line per algorithm, one panel per pattern (log-log), to PNG.
 """
 import sys
 
-import matplotlib.pyplot as plt
-from benchplot import load
+from benchplot import load  # first: exits with one line if matplotlib is missing
+
+import matplotlib.pyplot as plt  # noqa: E402
 
 STYLE = {
     "alltoall": ("tab:red", "o"),

@@ -1,4 +1,4 @@
-#include <domex/decompose/agree.hpp>
+#include <domex/comm/collective.hpp>
 #include <domex/decompose/buckets.hpp>
 
 #include <fmt/format.h>

@@ -10,6 +10,8 @@
 #include <domex/comm/comm.hpp>
 
 #include <exception>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,17 @@ namespace domex {
 /// (its rank in MPI_COMM_WORLD). Costs one MPI_Allreduce of an int when all
 /// are valid; a broadcast of the message only when one is not.
 void agree(const Comm& comm, std::string_view call, const std::string& problem);
+
+/// Collective over `comm`. Runs `check` on this rank (it validates local
+/// input and may throw), then one MPI_Allreduce(MPI_MAX) of 1 + maxima.size()
+/// doubles tells every rank whether some rank's check threw. If one did, every
+/// rank throws domex::Error: the lowest failing rank its own message, the
+/// others one that names it and quotes it (one MPI_Bcast, only on failure).
+/// `maxima` (finite values on entry when `check` succeeds) is reduced in the
+/// same call: on return it holds the maximum over all ranks, so a call that
+/// needs global maxima anyway (weight scales, extents) pays nothing extra.
+void agree(const Comm& comm, std::string_view call, const std::function<void()>& check,
+           std::span<double> maxima = {});
 
 /// The error path of agree() alone, for calls that already learned from a
 /// reduction they make anyway that some rank failed: every rank must call it.

@@ -7,7 +7,7 @@
 //   domex::migrate(plan, x, v, mass, id);                       // or SoA: arrays moved together
 
 #include <domex/comm/comm.hpp>
-#include <domex/decompose/agree.hpp>
+#include <domex/comm/collective.hpp>
 #include <domex/decompose/multisection.hpp>
 #include <domex/exchange/exchange.hpp>
 

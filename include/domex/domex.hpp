@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+/// @file
+/// Every public domex header in one include: `#include <domex/domex.hpp>`.
+/// Including only the layer you use (e.g. <domex/halo/halo.hpp>) compiles
+/// faster. The tree headers (include/domex/tree/) join here when that layer
+/// lands.
+
+#include <domex/version.hpp>
+
+#include <domex/comm/collective.hpp>
+#include <domex/comm/comm.hpp>
+#include <domex/comm/datatype.hpp>
+#include <domex/comm/error.hpp>
+#include <domex/comm/profile.hpp>
+
+#include <domex/exchange/algorithm.hpp>
+#include <domex/exchange/automatic.hpp>
+#include <domex/exchange/buffer.hpp>
+#include <domex/exchange/cost_model.hpp>
+#include <domex/exchange/exchange.hpp>
+
+#include <domex/decompose/box.hpp>
+#include <domex/decompose/buckets.hpp>
+#include <domex/decompose/multisection.hpp>
+
+#include <domex/migrate/migrate.hpp>
+
+#include <domex/halo/cartesian.hpp>
+#include <domex/halo/halo.hpp>
