@@ -19,6 +19,7 @@
 #include <domex/exchange/buffer.hpp>
 #include <domex/exchange/cost_model.hpp>
 #include <domex/exchange/exchange.hpp>
+#include <domex/exchange/plan.hpp>
 
 #include <domex/decompose/box.hpp>
 #include <domex/decompose/buckets.hpp>
