@@ -100,7 +100,8 @@ bool take_envelope(Call& call, MPI_Message message, const MPI_Status& status, st
 /// Receives all kept envelopes with MPI_Imrecv posted together, then waits.
 void receive_envelopes(Call& call, std::vector<Envelope>& envelopes);
 
-/// Receives `count` messages from unknown sources (MPI_Mprobe on the tag).
+/// Receives `count` messages from unknown sources (MPI_Mprobe on the tag)
+/// and the message to self, laid out in source order.
 void receive_any(Call& call, std::size_t count);
 
 /// A window of `bytes` bytes on every rank of comm, errors returned, and its

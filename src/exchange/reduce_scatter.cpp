@@ -9,7 +9,6 @@ namespace domex::detail {
 
 void run_reduce_scatter(Call& call) {
   auto& requests = request_scratch();
-  copy_self(call);
   post_sends(call, /*synchronous=*/false, requests);
   // A failing rank adds P to every entry: a rank receives fewer than P
   // messages, so incoming / P counts the failing ranks, incoming % P the messages.

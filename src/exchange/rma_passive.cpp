@@ -17,6 +17,7 @@
 
 #include "detail.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <fmt/format.h>
@@ -78,6 +79,7 @@ struct PassiveWindow {
   std::uint64_t calls = 0;
   std::vector<std::uint64_t> increments, reservations;
   std::vector<Descriptor> outgoing, incoming;
+  std::vector<std::size_t> slots;  // where each incoming message goes in the store
 };
 
 }  // namespace
@@ -89,7 +91,6 @@ void run_rma_passive(Call& call) {
   const int rank = call.comm.rank();
   const std::size_t count = call.send.ranks.size();
   auto& requests = request_scratch();
-  copy_self(call);
 
   // 1. Reserve: one fetch-and-add per destination, all in flight together.
   state.increments.assign(count, 0);
@@ -157,15 +158,36 @@ void run_rma_passive(Call& call) {
                       state.window),
               "MPI_Get");
   check_mpi(MPI_Win_flush(rank, state.window), "MPI_Win_flush");
-  // Size the store first: a pending MPI_Get must not see its target move.
-  const std::size_t first = call.into.sources.size();
-  for (const Descriptor& descriptor : state.incoming)
-    (void)append_message(call.into, static_cast<int>(descriptor.source & 0xffffffffu), descriptor.bytes);
+  // Size the store first (a pending MPI_Get must not see its target move),
+  // in source order with the message to self in its place, so that no
+  // reordering copy follows.
+  std::sort(state.incoming.begin(), state.incoming.end(), [](const Descriptor& a, const Descriptor& b) {
+    return (a.source & 0xffffffffu) < (b.source & 0xffffffffu);
+  });
+  std::size_t self = SIZE_MAX, self_slot = SIZE_MAX;
+  for (std::size_t i = 0; i < count; ++i)
+    if (call.to_self(i)) self = i;
+  state.slots.clear();
+  for (const Descriptor& descriptor : state.incoming) {
+    const int source = static_cast<int>(descriptor.source & 0xffffffffu);
+    if (self != SIZE_MAX && self_slot == SIZE_MAX && rank < source) {
+      self_slot = call.into.sources.size();
+      (void)append_message(call.into, rank, call.bytes(self));
+    }
+    state.slots.push_back(call.into.sources.size());
+    (void)append_message(call.into, source, descriptor.bytes);
+  }
+  if (self != SIZE_MAX && self_slot == SIZE_MAX) {
+    self_slot = call.into.sources.size();
+    (void)append_message(call.into, rank, call.bytes(self));
+  }
+  if (self != SIZE_MAX && call.bytes(self))
+    std::memcpy(call.into.data.data() + call.into.offsets[self_slot], call.payload(self), call.bytes(self));
   for (std::size_t m = 0; m < state.incoming.size(); ++m) {
     const Descriptor& descriptor = state.incoming[m];
-    std::byte* target = call.into.data.data() + call.into.offsets[first + m];
+    std::byte* target = call.into.data.data() + call.into.offsets[state.slots[m]];
     if (!(descriptor.source & in_window_bit)) {  // did not fit: comes point-to-point
-      post_receive(call, call.into.sources[first + m], target, descriptor.bytes, requests);
+      post_receive(call, call.into.sources[state.slots[m]], target, descriptor.bytes, requests);
       continue;
     }
     if (descriptor.bytes)

@@ -10,7 +10,6 @@ namespace domex::detail {
 
 void run_sendrecv_reduce(Call& call) {
   auto& requests = request_scratch();
-  copy_self(call);
   post_sends(call, /*synchronous=*/false, requests);
   // One more entry than ranks: how many ranks failed.
   const auto size = static_cast<std::size_t>(call.comm.size());
