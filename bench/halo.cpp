@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -34,7 +36,8 @@ struct HaloBenchOptions {
   std::vector<int> depths{1, 2, 3};
   std::vector<std::size_t> exchanged{1, 2, 4, 8};  ///< experiment A: fields exchanged
   std::vector<int> work{0, 16, 64};                ///< experiment B: extra flops per cell and field
-  std::vector<std::string> variants{"plan/full", "plan/faces", "neighbor_alltoallv/full", "naive/full"};
+  std::vector<std::string> variants{"plan/full", "plan/full/interlaced", "plan/faces", "neighbor_alltoallv/full",
+                                    "naive/full"};
   int steps = 12;
   int repeats = 3;
   std::string experiments = "AB";
@@ -44,12 +47,20 @@ struct HaloBenchOptions {
 struct Variant {
   HaloMethod method;
   Stencil stencil;
+  bool interlaced = false;  ///< the exchanged fields as one array of N-double cells
 };
 
 Variant variant_from_string(const std::string& text) {
   const auto slash = text.find('/');
-  const std::string method = text.substr(0, slash), stencil = slash == std::string::npos ? "full" : text.substr(slash + 1);
+  const std::string method = text.substr(0, slash);
+  std::string stencil = slash == std::string::npos ? "full" : text.substr(slash + 1);
   Variant v{};
+  if (const auto layout = stencil.find('/'); layout != std::string::npos) {
+    if (stencil.substr(layout + 1) != "interlaced")
+      fail("domex-bench halo", fmt::format("unknown layout '{}' in '{}' (interlaced)", stencil.substr(layout + 1), text));
+    v.interlaced = true;
+    stencil = stencil.substr(0, layout);
+  }
   if (method == "plan") v.method = HaloMethod::plan;
   else if (method == "neighbor_alltoallv") v.method = HaloMethod::neighbor_alltoallv;
   else if (method == "naive") v.method = HaloMethod::naive;
@@ -107,8 +118,23 @@ Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, 
   for (std::size_t f = 0; f < fields.size(); ++f)
     for (std::size_t c = 0; c < plan.cells(); ++c) fields[f][c] = std::sin(0.001 * static_cast<double>(c + f));
 
+  // Interlaced: the same data as one array of cells of `exchanged` doubles.
+  std::vector<double> interlaced(variant.interlaced ? plan.cells() * exchanged : 0);
+  const auto exchange_interlaced = [&]<std::size_t N>() {
+    std::span<std::array<double, N>> cells(reinterpret_cast<std::array<double, N>*>(interlaced.data()), plan.cells());
+    plan.exchange(cells);
+  };
   // The exchange takes the first `exchanged` fields, as spans (any number).
   auto exchange = [&] {
+    if (variant.interlaced) {
+      switch (exchanged) {
+        case 1: exchange_interlaced.operator()<1>(); return;
+        case 2: exchange_interlaced.operator()<2>(); return;
+        case 4: exchange_interlaced.operator()<4>(); return;
+        case 8: exchange_interlaced.operator()<8>(); return;
+        default: fail("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
+      }
+    }
     switch (exchanged) {
       case 1: plan.exchange(fields[0]); break;
       case 2: plan.exchange(fields[0], fields[1]); break;
@@ -295,7 +321,7 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--exchanged", options->exchanged, "experiment A: fields exchanged (1, 2, 4, 8)")
       ->capture_default_str();
   command->add_option("--work", options->work, "experiment B: extra flops per cell and field")->capture_default_str();
-  command->add_option("--variants", options->variants, "method/stencil: plan|neighbor_alltoallv|naive / full|faces")
+  command->add_option("--variants", options->variants, "method/stencil[/interlaced]: plan|neighbor_alltoallv|naive / full|faces")
       ->capture_default_str();
   command->add_option("--steps", options->steps, "steps per repeat (a multiple of every depth)")->capture_default_str();
   command->add_option("--repeats", options->repeats, "timed repeats per row (median)")->capture_default_str();
