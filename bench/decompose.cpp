@@ -7,6 +7,7 @@
 //   python3 tools/plot_decompose.py decompose_*.json -o decompose.png
 
 #include "command.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/migrate/migrate.hpp>
@@ -145,6 +146,7 @@ void run_decompose(const DecomposeOptions& options) {
           std::fprintf(stderr, "  %-9s %-9s budget %5zu done\n", input.c_str(), method_name.c_str(), budget);
       }
     }
+  const Json where = provenance_json(comm);
   if (comm.rank() != 0) return;
   std::printf("multisection rebalance, %d ranks, %zu particles per rank, %d repeats\n"
               "%-9s %-9s %7s %13s %9s %11s %9s %11s %14s %7s %10s\n",
@@ -160,20 +162,16 @@ void run_decompose(const DecomposeOptions& options) {
               " migrate: one step with drift <= %g per axis, almost nothing leaves)\n",
               options.drift);
   if (!options.json.empty()) {
-    std::string text = fmt::format("{{\"benchmark\": \"decompose\", \"ranks\": {}, \"particles_per_rank\": {}, "
-                                   "\"repeats\": {}, \"rows\": [\n",
-                                   comm.size(), options.particles, options.repeats);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      text += fmt::format("  {{\"input\": \"{}\", \"method\": \"{}\", \"budget\": {}, \"rebalance_s\": {:.9g}, "
-                          "\"rebalance_min_s\": {:.9g}, \"migrate_s\": {:.9g}, \"migrate_min_s\": {:.9g}, "
-                          "\"bytes_received\": {}, \"samples_sorted\": {}, \"rounds\": {}, \"imbalance\": {:.6g}}}{}\n",
-                          r.input, r.method, r.budget, r.rebalance_s, r.rebalance_min_s, r.migrate_s,
-                          r.migrate_min_s, r.bytes_received, r.samples_sorted, r.rounds, r.imbalance,
-                          i + 1 < rows.size() ? "," : "");
-    }
-    text += "]}\n";
-    write_file(options.json, text, "domex-bench decompose");
+    Json list = Json::array();
+    for (const auto& r : rows)
+      list.push_back({{"input", r.input}, {"method", r.method}, {"budget", r.budget}, {"rebalance_s", r.rebalance_s},
+                      {"rebalance_min_s", r.rebalance_min_s}, {"migrate_s", r.migrate_s},
+                      {"migrate_min_s", r.migrate_min_s}, {"bytes_received", r.bytes_received},
+                      {"samples_sorted", r.samples_sorted}, {"rounds", r.rounds}, {"imbalance", r.imbalance}});
+    write_results(options.json, "decompose", where,
+                  {{"ranks", comm.size()}, {"particles_per_rank", options.particles}, {"repeats", options.repeats},
+                   {"rows", list}},
+                  "domex-bench decompose");
   }
 }
 

@@ -11,6 +11,7 @@
 //   mpirun -n 8 domex-bench halo --json halo.json
 
 #include "command.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/halo/halo.hpp>
@@ -264,6 +265,7 @@ void run_halo(const HaloBenchOptions& options) {
       }
     choices.push_back(c);
   }
+  const Json where = provenance_json(comm);
   if (comm.rank() != 0) return;
 
   std::printf("halo exchange, %d ranks (%d x %d x %d), %zu^3 cells per rank, periodic, %zu fields updated by a\n"
@@ -287,28 +289,20 @@ void run_halo(const HaloBenchOptions& options) {
     std::printf("  %c fields %zu work %3d: chosen k = %d (%.3f ms/step), best measured k = %d (%.3f ms/step)\n",
                 c.experiment, c.exchanged, c.work, c.chosen, 1e3 * c.chosen_s, c.best, 1e3 * c.best_s);
   if (!options.json.empty()) {
-    std::string text = fmt::format(
-        "{{\"benchmark\": \"halo\", \"ranks\": {}, \"dims\": [{}, {}, {}], \"cells_per_rank\": {}, \"fields\": {}, "
-        "\"steps\": {}, \"alpha_s\": {:.9g}, \"beta_s_per_byte\": {:.9g}, \"rows\": [\n",
-        comm.size(), dims[0], dims[1], dims[2], options.cells, options.fields, options.steps, alpha, beta);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      text += fmt::format("  {{\"experiment\": \"{}\", \"variant\": \"{}\", \"depth\": {}, \"exchanged\": {}, "
-                          "\"work\": {}, \"messages\": {}, \"bytes\": {}, \"step_s\": {:.9g}, \"compute_s\": {:.9g}, "
-                          "\"halo_s\": {:.9g}, \"exchange_s\": {:.9g}}}{}\n",
-                          r.experiment, r.variant, r.depth, r.exchanged, r.work, r.messages, r.bytes, r.step_s,
-                          r.compute_s, r.halo_s, r.exchange_s, i + 1 < rows.size() ? "," : "");
-    }
-    text += "], \"automatic_depth\": [\n";
-    for (std::size_t i = 0; i < choices.size(); ++i) {
-      const Choice& c = choices[i];
-      text += fmt::format("  {{\"experiment\": \"{}\", \"exchanged\": {}, \"work\": {}, \"chosen\": {}, \"best\": {}, "
-                          "\"chosen_s\": {:.9g}, \"best_s\": {:.9g}}}{}\n",
-                          c.experiment, c.exchanged, c.work, c.chosen, c.best, c.chosen_s, c.best_s,
-                          i + 1 < choices.size() ? "," : "");
-    }
-    text += "]}\n";
-    write_file(options.json, text, "domex-bench halo");
+    Json list = Json::array(), automatic = Json::array();
+    for (const Row& r : rows)
+      list.push_back({{"experiment", std::string(1, r.experiment)}, {"variant", r.variant}, {"depth", r.depth},
+                      {"exchanged", r.exchanged}, {"work", r.work}, {"messages", r.messages}, {"bytes", r.bytes},
+                      {"step_s", r.step_s}, {"compute_s", r.compute_s}, {"halo_s", r.halo_s},
+                      {"exchange_s", r.exchange_s}});
+    for (const Choice& c : choices)
+      automatic.push_back({{"experiment", std::string(1, c.experiment)}, {"exchanged", c.exchanged}, {"work", c.work},
+                           {"chosen", c.chosen}, {"best", c.best}, {"chosen_s", c.chosen_s}, {"best_s", c.best_s}});
+    write_results(options.json, "halo", where,
+                  {{"ranks", comm.size()}, {"dims", {dims[0], dims[1], dims[2]}}, {"cells_per_rank", options.cells},
+                   {"fields", options.fields}, {"steps", options.steps}, {"alpha_s", alpha},
+                   {"beta_s_per_byte", beta}, {"rows", list}, {"automatic_depth", automatic}},
+                  "domex-bench halo");
   }
 }
 

@@ -5,6 +5,7 @@
 //   mpirun -n 8 domex-bench migrate --json migrate.json
 
 #include "command.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/migrate/migrate.hpp>
@@ -127,6 +128,7 @@ void run_migrate(const MigrateOptions& options) {
                       worst[1], worst[2], worst[3], imbalance, general});
       if (comm.rank() == 0) std::fprintf(stderr, "  clustering %.2f, %-15s done\n", clustering, path.c_str());
     }
+  const Json where = provenance_json(comm);
   if (comm.rank() != 0) return;
   std::printf("particle migration, %d ranks, %zu particles per rank, %d steps, displacement <= %g per step,\n"
               "domains %d x %d x %d (0: chosen)\n"
@@ -142,20 +144,16 @@ void run_migrate(const MigrateOptions& options) {
               " general: steps that needed the general exchange; msgs count non-empty messages: the neighbour\n"
               " path also sends an empty message to each neighbour that gets no particle)\n");
   if (!options.json.empty()) {
-    std::string text = fmt::format("{{\"benchmark\": \"migrate\", \"ranks\": {}, \"particles_per_rank\": {}, "
-                                   "\"steps\": {}, \"rows\": [\n",
-                                   comm.size(), options.particles, options.steps);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const auto& r = rows[i];
-      text += fmt::format("  {{\"clustering\": {}, \"path\": \"{}\", \"decompose_s\": {:.9g}, \"migrate_s\": {:.9g}, "
-                          "\"contacted\": {}, \"messages_sent\": {}, \"messages_received\": {}, \"bytes_sent\": {}, "
-                          "\"imbalance\": {:.6g}, \"general_steps\": {}}}{}\n",
-                          r.clustering, r.path, r.decompose_s, r.migrate_s, r.contacted, r.messages_sent,
-                          r.messages_received, r.bytes_sent, r.imbalance, r.general_steps,
-                          i + 1 < rows.size() ? "," : "");
-    }
-    text += "]}\n";
-    write_file(options.json, text, "domex-bench migrate");
+    Json list = Json::array();
+    for (const auto& r : rows)
+      list.push_back({{"clustering", r.clustering}, {"path", r.path}, {"decompose_s", r.decompose_s},
+                      {"migrate_s", r.migrate_s}, {"contacted", r.contacted}, {"messages_sent", r.messages_sent},
+                      {"messages_received", r.messages_received}, {"bytes_sent", r.bytes_sent},
+                      {"imbalance", r.imbalance}, {"general_steps", r.general_steps}});
+    write_results(options.json, "migrate", where,
+                  {{"ranks", comm.size()}, {"particles_per_rank", options.particles}, {"steps", options.steps},
+                   {"rows", list}},
+                  "domex-bench migrate");
   }
 }
 

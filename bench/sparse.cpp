@@ -6,6 +6,7 @@
 
 #include "command.hpp"
 #include "patterns.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/exchange/automatic.hpp>
@@ -96,23 +97,26 @@ std::string learning_table(const std::vector<Row>& rows) {
   return out;
 }
 
-std::string json_of(const std::vector<Row>& rows, int ranks) {
-  std::string out = fmt::format("{{\"benchmark\": \"sparse\", \"ranks\": {}, \"rows\": [\n", ranks);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const Row& row = rows[i];
-    out += fmt::format(
-        "  {{\"label\": \"{}\", \"pattern\": \"{}\", \"message_bytes\": {}, \"algorithm\": \"{}\", \"ran\": \"{}\", "
-        "\"median_s\": {:.9g}, \"min_s\": {:.9g}, \"max_s\": {:.9g}, \"calls\": {}, "
-        "\"max_messages_sent\": {}, \"max_messages_received\": {}, \"max_bytes_sent\": {}, "
-        "\"max_bytes_received\": {}, \"how\": \"{}\", \"learning_cost\": {:.6g}, \"learning_calls\": {}}}{}\n",
-        row.label, row.pattern, row.message_bytes,
-        row.label.rfind("plan", 0) == 0 ? std::string_view(row.label) : to_string(row.algorithm), to_string(row.ran),
-        row.seconds.median,
-        row.seconds.min, row.seconds.max, row.calls, row.max_messages_sent, row.max_messages_received,
-        row.max_bytes_sent, row.max_bytes_received, row.how, row.learning_cost, row.learning_calls,
-        i + 1 < rows.size() ? "," : "");
-  }
-  return out + "]}\n";
+Json json_of(const std::vector<Row>& rows, int ranks) {
+  Json list = Json::array();
+  for (const Row& row : rows)
+    list.push_back({{"label", row.label},
+                    {"pattern", row.pattern},
+                    {"message_bytes", row.message_bytes},
+                    {"algorithm", row.label.rfind("plan", 0) == 0 ? row.label : std::string(to_string(row.algorithm))},
+                    {"ran", std::string(to_string(row.ran))},
+                    {"median_s", row.seconds.median},
+                    {"min_s", row.seconds.min},
+                    {"max_s", row.seconds.max},
+                    {"calls", row.calls},
+                    {"max_messages_sent", row.max_messages_sent},
+                    {"max_messages_received", row.max_messages_received},
+                    {"max_bytes_sent", row.max_bytes_sent},
+                    {"max_bytes_received", row.max_bytes_received},
+                    {"how", row.how},
+                    {"learning_cost", row.learning_cost},
+                    {"learning_calls", row.learning_calls}});
+  return {{"ranks", ranks}, {"rows", list}};
 }
 
 void run_sparse(const SparseOptions& options) {
@@ -219,6 +223,7 @@ void run_sparse(const SparseOptions& options) {
         std::fprintf(stderr, "  %-17s %8zu B done (%d rounds)\n", pattern.c_str(), bytes, rounds);
     }
   }
+  const Json where = provenance_json(comm);
   if (comm.rank() == 0) {
     std::printf("sparse exchange, %d ranks (time per call = slowest rank, from a barrier)\n%s", comm.size(),
                 table(rows).c_str());
@@ -226,7 +231,8 @@ void run_sparse(const SparseOptions& options) {
       std::printf("\nautomatic (learning from its own calls; cost model: %s): what it chose, how, and its first N calls "
                   "(learning included) against N calls of the row's best fixed algorithm\n%s",
                   model.source().c_str(), learning_table(rows).c_str());
-    if (!options.json.empty()) write_file(options.json, json_of(rows, comm.size()), "domex-bench sparse");
+    if (!options.json.empty())
+      write_results(options.json, "sparse", where, json_of(rows, comm.size()), "domex-bench sparse");
   }
 }
 

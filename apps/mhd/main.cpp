@@ -6,6 +6,8 @@
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <domex/comm/provenance.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -89,6 +91,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
   const double compute = max_of("compute"), halo = max_of("halo"), boundary = max_of("boundary");
   const double efficiency = compute / std::max(compute + halo + boundary, 1e-300);
   const char* definition = "compute / (compute + halo + boundary), each the max over ranks";
+  const domex::Provenance where = domex::provenance(comm);  // collective
   if (!root) return;
 
   fmt::print("domex-mhd  {}  {}x{}x{} cells  {} ranks  dims {}x{}x{}\n", config.problem, gx, gy, gz, comm.size(),
@@ -104,16 +107,39 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
   fmt::print("  mass             {:>12.6e}   relative change {:+.3e}\n", mass, (mass - mass0) / mass0);
   if (verify) fmt::print("  checksum         {:016x}\n", checksum);
   if (!writing) return;
-  const std::string json = fmt::format(
-      "{{\n  \"problem\": \"{}\", \"ranks\": {}, \"dims\": [{}, {}, {}], \"cells\": [{}, {}, {}],\n"
-      "  \"depth\": {}, \"steps\": {}, \"exchanges\": {}, \"dt\": {:.9g}, \"time\": {:.9g},\n"
-      "  \"wall_seconds\": {:.9g}, \"seconds_per_step\": {:.9g},\n"
-      "  \"compute_max\": {:.9g}, \"halo_max\": {:.9g}, \"boundary_max\": {:.9g}, \"output_max\": {:.9g},\n"
-      "  \"efficiency\": {:.6f}, \"efficiency_definition\": \"{}\",\n"
-      "  \"mass_initial\": {:.17g}, \"mass_final\": {:.17g}, \"checksum\": \"{:016x}\",\n  \"profile\": {}\n}}\n",
-      config.problem, comm.size(), dims[0], dims[1], dims[2], gx, gy, gz, solver.depth(), solver.steps(),
-      solver.exchanges(), solver.dt(), solver.time(), wall, wall / static_cast<double>(solver.steps()), compute, halo,
-      boundary, max_of("output"), efficiency, definition, mass0, mass, checksum, domex::Profile::to_json(rows));
+  // nlohmann::json: valid JSON whatever the values (NaN becomes null).
+  using Json = nlohmann::ordered_json;
+  Json profile_rows = Json::array();
+  for (const auto& row : rows)
+    profile_rows.push_back({{"phase", row.name}, {"min", row.min}, {"avg", row.avg}, {"max", row.max},
+                            {"calls", row.calls}});
+  const Json document{
+      {"benchmark", "mhd"},
+      {"provenance",
+       {{"domex_version", where.domex_version}, {"git_commit", where.git_commit}, {"mpi_library", where.mpi_library},
+        {"compiler", where.compiler}, {"host", where.host}, {"date_utc", where.date_utc}, {"ranks", where.ranks}}},
+      {"problem", config.problem},
+      {"ranks", comm.size()},
+      {"dims", {dims[0], dims[1], dims[2]}},
+      {"cells", {gx, gy, gz}},
+      {"depth", solver.depth()},
+      {"steps", solver.steps()},
+      {"exchanges", solver.exchanges()},
+      {"dt", solver.dt()},
+      {"time", solver.time()},
+      {"wall_seconds", wall},
+      {"seconds_per_step", wall / static_cast<double>(solver.steps())},
+      {"compute_max", compute},
+      {"halo_max", halo},
+      {"boundary_max", boundary},
+      {"output_max", max_of("output")},
+      {"efficiency", efficiency},
+      {"efficiency_definition", definition},
+      {"mass_initial", mass0},
+      {"mass_final", mass},
+      {"checksum", fmt::format("{:016x}", checksum)},
+      {"profile", profile_rows}};
+  const std::string json = document.dump(1) + "\n";
   write_file(folder / "mhd.json", json);
   fmt::print("  results          {}\n", (folder / "mhd.json").string());
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <ostream>
 
@@ -83,17 +85,39 @@ std::string Profile::to_table(const std::vector<Row>& rows, std::string_view tit
   return out;
 }
 
+namespace {
+
+/// A JSON string literal: quotes, backslashes and control characters escaped.
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<int>(c));
+        else out += c;
+    }
+  }
+  return out + "\"";
+}
+
+/// A JSON number, or null for NaN and infinities (which JSON cannot hold).
+std::string json_number(double value) {
+  return std::isfinite(value) ? fmt::format("{:.9g}", value) : std::string("null");
+}
+
+}  // namespace
+
 std::string Profile::to_json(const std::vector<Row>& rows) {
   std::string out = "[";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::string name;
-    for (char c : rows[i].name) {
-      if (c == '"' || c == '\\') name += '\\';
-      name += c;
-    }
-    out += fmt::format("{}{{\"phase\": \"{}\", \"min\": {:.9g}, \"avg\": {:.9g}, \"max\": {:.9g}, \"calls\": {}}}",
-                       i ? ", " : "", name, rows[i].min, rows[i].avg, rows[i].max, rows[i].calls);
-  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    out += fmt::format("{}{{\"phase\": {}, \"min\": {}, \"avg\": {}, \"max\": {}, \"calls\": {}}}", i ? ", " : "",
+                       json_string(rows[i].name), json_number(rows[i].min), json_number(rows[i].avg),
+                       json_number(rows[i].max), rows[i].calls);
   return out + "]";
 }
 
