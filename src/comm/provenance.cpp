@@ -33,7 +33,7 @@ Provenance provenance(const Comm& comm) {
   int length = 0;
   check_mpi(MPI_Get_library_version(library.data(), &length), "MPI_Get_library_version");
   p.mpi_library = std::string(library.data(), static_cast<std::size_t>(length));
-  if (const auto newline = p.mpi_library.find_first_of("\r\n"); newline != std::string::npos)
+  if (const auto newline = p.mpi_library.find_first_of(std::string_view("\r\n\0", 3)); newline != std::string::npos)
     p.mpi_library.resize(newline);
   while (!p.mpi_library.empty() && (p.mpi_library.back() == ' ' || p.mpi_library.back() == ',')) p.mpi_library.pop_back();
 #if defined(__clang__)

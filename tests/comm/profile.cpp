@@ -55,6 +55,7 @@ TEST(Provenance, IsTheSameOnEveryRankAndComplete) {
   EXPECT_FALSE(p.domex_version.empty());
   EXPECT_FALSE(p.git_commit.empty());
   EXPECT_FALSE(p.mpi_library.empty());
+  EXPECT_EQ(p.mpi_library.find('\0'), std::string::npos);
   EXPECT_FALSE(p.compiler.empty());
   EXPECT_EQ(p.date_utc.size(), 20u);  // 2026-11-23T18:00:00Z
   EXPECT_EQ(p.ranks, comm.size());
