@@ -30,7 +30,7 @@ struct SparseOptions {
   std::vector<std::size_t> sizes{8, 64, 512, 4096, 32768, 262144, 1048576};
   std::vector<std::string> patterns{"neighbours6", "neighbours26", "neighbours26+far"};
   std::vector<std::string> algorithms{"alltoall",  "sendrecv_reduce", "nbx",      "reduce_scatter",
-                                      "rma_fence", "rma_passive",     "automatic"};
+                                      "rma_fence", "rma_passive",     "grid",     "automatic"};
   double seconds_per_row = 0.4;
   std::size_t learning_calls = 1000;  ///< calls timed from scratch for automatic's cost of learning
   bool plan = true;                   ///< also a SparsePlan row (pattern discovered once, reused)

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 STYLE = {
     "alltoall": ("tab:red", "o"),
     "sendrecv_reduce": ("tab:orange", "s"),
+    "grid": ("tab:olive", "x"),
     "plan, checked": ("black", "*"),
     "plan, promised": ("dimgray", "P"),
     "nbx": ("tab:blue", "^"),

@@ -14,6 +14,7 @@ std::string_view to_string(Algorithm algorithm) noexcept {
     case Algorithm::reduce_scatter: return "reduce_scatter";
     case Algorithm::rma_fence: return "rma_fence";
     case Algorithm::rma_passive: return "rma_passive";
+    case Algorithm::grid: return "grid";
   }
   return "unknown";
 }

@@ -40,6 +40,8 @@ double rho(Algorithm algorithm) {
 }
 
 double synchronisation(Algorithm algorithm, double ranks) {
+  // grid: two all-to-alls of counts among sqrt(P) ranks (a row, a column).
+  if (algorithm == Algorithm::grid) return 2 * std::sqrt(std::max(ranks, 1.0));
   return std::log2(std::max(ranks, 2.0)) + rho(algorithm) * ranks;
 }
 
@@ -57,6 +59,9 @@ CostModel CostModel::builtin() {
   model[Algorithm::reduce_scatter] = {53.90e-6, 3.745e-6, 1.2915e-9};
   model[Algorithm::rma_fence] = {106.69e-6, 5.390e-6, 0.9966e-9};
   model[Algorithm::rma_passive] = {101.49e-6, 4.597e-6, 1.9732e-9};
+  // Not fitted yet: two alltoall-like hops among sqrt(P) ranks, every byte
+  // forwarded once (so twice alltoall's per-byte cost).
+  model[Algorithm::grid] = {1.5 * 79.16e-6, 3.869e-6, 2 * 0.9724e-9};
   return model;
 }
 
@@ -183,6 +188,9 @@ CostModel CostModel::parse(const std::string& text, const std::string& path) {
     seen[index_of(algorithm)] = true;
   }
   if (!has_header) fail("CostModel::load", fmt::format("{}: empty file", path));
+  // A model file written before grid existed stays valid: grid's line is optional.
+  if (!seen[index_of(Algorithm::grid)]) model[Algorithm::grid] = builtin()[Algorithm::grid];
+  seen[index_of(Algorithm::grid)] = true;
   for (std::size_t i = 0; i < seen.size(); ++i)
     if (!seen[i])
       fail("CostModel::load", fmt::format("{}: no line for algorithm {}", path, to_string(concrete_algorithms[i])));

@@ -134,6 +134,7 @@ void run_nbx(Call& call);
 void run_reduce_scatter(Call& call);
 void run_rma_fence(Call& call);
 void run_rma_passive(Call& call);
+void run_grid(Call& call);
 /// What automatic runs for one call, and whether to time it.
 struct AutomaticDecision {
   Algorithm algorithm;

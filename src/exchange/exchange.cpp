@@ -317,6 +317,7 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
       case Algorithm::reduce_scatter: run_reduce_scatter(call); break;
       case Algorithm::rma_fence: run_rma_fence(call); break;
       case Algorithm::rma_passive: run_rma_passive(call); break;
+      case Algorithm::grid: run_grid(call); break;
       case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
     }
     if (call.failed_somewhere) {

@@ -18,12 +18,14 @@ enum class Algorithm {
   reduce_scatter,   ///< MPI_Reduce_scatter_block of a 0/1 vector, then send/recv
   rma_fence,        ///< MPI_Put of counts between MPI_Win_fence, then the data: O(P) sync
   rma_passive,      ///< lock_all + MPI_Fetch_and_op reservation + MPI_Put + flush + barrier (ACP style)
+  grid,             ///< two hops over an R x C process grid (row, then column): O(sqrt P) partners
 };
 
-/// The six concrete algorithms, in the order of the seed study's tables.
-inline constexpr std::array<Algorithm, 6> concrete_algorithms = {
-    Algorithm::alltoall,       Algorithm::sendrecv_reduce, Algorithm::nbx,
-    Algorithm::reduce_scatter, Algorithm::rma_fence,       Algorithm::rma_passive};
+/// The concrete algorithms: the six of the seed study's tables, then the
+/// two-level grid.
+inline constexpr std::array<Algorithm, 7> concrete_algorithms = {
+    Algorithm::alltoall,  Algorithm::sendrecv_reduce, Algorithm::nbx,  Algorithm::reduce_scatter,
+    Algorithm::rma_fence, Algorithm::rma_passive,     Algorithm::grid};
 
 /// "alltoall", "nbx", ...
 std::string_view to_string(Algorithm algorithm) noexcept;

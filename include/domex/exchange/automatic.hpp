@@ -27,7 +27,11 @@ struct AutomaticClass {
   std::string how = "model";
   /// Measured seconds per call (slowest rank), indexed like
   /// concrete_algorithms; negative where not measured.
-  std::array<double, concrete_algorithms.size()> seconds{-1, -1, -1, -1, -1, -1};
+  std::array<double, concrete_algorithms.size()> seconds = [] {
+    std::array<double, concrete_algorithms.size()> none{};
+    none.fill(-1);
+    return none;
+  }();
   std::uint64_t calls = 0;  ///< calls of this class so far
 };
 

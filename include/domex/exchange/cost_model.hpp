@@ -37,7 +37,8 @@ struct PatternSummary {
 ///
 /// with g_a(P) = log2(P) + rho_a * P (the synchronisation part: rho = 1 for
 /// alltoall's O(P) rounds, small for the P-vector reductions, 0 for nbx and
-/// rma_passive). See docs/cost_model.md.
+/// rma_passive), and g(P) = 2 sqrt(P) for grid (two all-to-alls of counts among
+/// sqrt(P) ranks). See docs/cost_model.md.
 class CostModel {
  public:
   struct Coefficients {
