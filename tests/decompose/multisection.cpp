@@ -497,3 +497,35 @@ TEST(Multisection, OwnersFastPathGivesTheSameDestinationsAsTheFullSearch) {
 }
 
 }  // namespace
+
+namespace {
+
+/// A user's own particle type: the position is one member among others.
+struct UserParticle {
+  long id;
+  double mass;
+  domex::Point position;
+  float temperature;
+};
+
+TEST(Multisection, ParticlesReadThroughAProjectionGiveTheSameCuts) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto points = clustered(3000, 77 + static_cast<std::uint64_t>(comm.rank()));
+  std::vector<UserParticle> particles;
+  std::vector<double> weights;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    particles.push_back({static_cast<long>(i), 1.0, points[i], 0.5f});
+    weights.push_back(1.0 + static_cast<double>(i % 3));
+  }
+  domex::Multisection copied(comm, {{0, 0, 0}, {1, 1, 1}});
+  copied.rebalance(points, weights);
+  domex::Multisection by_member(comm, {{0, 0, 0}, {1, 1, 1}});
+  by_member.rebalance(std::span<const UserParticle>(particles), &UserParticle::position, weights);
+  domex::Multisection by_lambda(comm, {{0, 0, 0}, {1, 1, 1}});
+  by_lambda.rebalance(std::span<const UserParticle>(particles),
+                      [](const UserParticle& p) { return p.position; }, weights);
+  EXPECT_EQ(by_member.cuts(), copied.cuts());
+  EXPECT_EQ(by_lambda.cuts(), copied.cuts());
+}
+
+}  // namespace

@@ -378,3 +378,34 @@ TEST(Migrate, MoveRecordsMatchesMigrateAndAgreesOnSizes) {
 }
 
 }  // namespace
+
+namespace {
+
+struct UserParticle {
+  long id;
+  domex::Point position;
+  double mass;
+};
+
+TEST(Migrate, APlanFromAProjectionEqualsThePlanFromPositions) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  std::mt19937_64 random(4242 + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<UserParticle> particles;
+  std::vector<domex::Point> positions;
+  for (long i = 0; i < 2000; ++i) {
+    const domex::Point p{uniform(random), uniform(random), uniform(random)};
+    particles.push_back({i, p, 1.0});
+    positions.push_back(p);
+  }
+  domex::Multisection domains(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, true}});
+  domains.rebalance(std::span<const UserParticle>(particles), &UserParticle::position);
+  const domex::MigrationPlan copied(comm, domains, std::span<const domex::Point>(positions));
+  const domex::MigrationPlan projected(comm, domains, std::span<const UserParticle>(particles),
+                                       &UserParticle::position);
+  EXPECT_TRUE(std::equal(copied.destinations().begin(), copied.destinations().end(),
+                         projected.destinations().begin(), projected.destinations().end()));
+  EXPECT_EQ(copied.leaving(), projected.leaving());
+}
+
+}  // namespace

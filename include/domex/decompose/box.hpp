@@ -2,6 +2,10 @@
 // Axis-aligned boxes and points in the coordinates a decomposition cuts.
 
 #include <array>
+#include <concepts>
+#include <functional>
+#include <span>
+#include <vector>
 
 namespace domex {
 
@@ -22,5 +26,21 @@ struct Box {
 /// The coordinates a decomposition cuts: Cartesian (x, y, z), or cylindrical
 /// (r, phi, z) for rings and discs, phi in [0, 2 pi) and periodic.
 enum class Geometry { cartesian, cylindrical };
+
+/// How a position is read from a user's particle: a member pointer
+/// (`&Particle::position`, a Point member) or any callable returning a Point,
+/// as Cabana slices and FDPS's getPos() let codes keep their own structs.
+template <class Projection, class Particle>
+concept PositionOf = requires(const Projection& projection, const Particle& particle) {
+  { std::invoke(projection, particle) } -> std::convertible_to<Point>;
+};
+
+/// The positions of `particles` read through `position`, into `out` (reused:
+/// no allocation once it has grown).
+template <class Particle, PositionOf<Particle> Projection>
+void gather_positions(std::span<const Particle> particles, const Projection& position, std::vector<Point>& out) {
+  out.resize(particles.size());
+  for (std::size_t i = 0; i < particles.size(); ++i) out[i] = std::invoke(position, particles[i]);
+}
 
 }  // namespace domex

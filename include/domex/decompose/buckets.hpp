@@ -37,6 +37,16 @@ class BucketDecomposition {
   /// >= 0; any finite values work (scaled by the global maximum). Strong
   /// guarantee.
   void rebalance(std::span<const Point> positions, std::span<const double> weights = {});
+  /// The same, reading each position from the user's own particles:
+  /// `rebalance(particles, &Particle::position)` or any callable returning a
+  /// Point. Same results as passing the positions.
+  template <class Particle, PositionOf<Particle> Projection>
+  void rebalance(std::span<const Particle> particles, const Projection& position,
+                 std::span<const double> weights = {}) {
+    thread_local std::vector<Point> positions;
+    gather_positions(particles, position, positions);
+    rebalance(std::span<const Point>(positions), weights);
+  }
 
   /// Bucket index (x fastest) of a position, or -1 for NaN / outside a
   /// non-periodic axis.

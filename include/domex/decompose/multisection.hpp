@@ -119,6 +119,16 @@ class Multisection {
   /// Weights must be finite and >= 0; any finite values work (they are scaled
   /// by the global maximum, so sums never overflow). Strong guarantee.
   void rebalance(std::span<const Point> positions, std::span<const double> weights = {});
+  /// The same, reading each position from the user's own particles:
+  /// `rebalance(particles, &Particle::position)` or any callable returning a
+  /// Point. Same results as passing the positions.
+  template <class Particle, PositionOf<Particle> Projection>
+  void rebalance(std::span<const Particle> particles, const Projection& position,
+                 std::span<const double> weights = {}) {
+    thread_local std::vector<Point> positions;
+    gather_positions(particles, position, positions);
+    rebalance(std::span<const Point>(positions), weights);
+  }
 
   /// The rank owning a position (Cartesian x, y, z), O(log n) per axis.
   /// Periodic axes wrap; throws domex::Error for NaN, or outside the domain
