@@ -144,6 +144,27 @@ struct ThreadBuffers {
   std::size_t epj_interactions = 0, spj_interactions = 0;
 };
 
+/// The part of a global-tree cell the walk reads, packed into 72 bytes (a
+/// TreeCell spans three cache lines). The box is rounded outwards to fp32
+/// and the opening length upwards, so the packed test opens at least the
+/// cells the exact one opens.
+struct WalkNode {
+  Point centre;
+  std::array<float, 3> lo, hi;
+  float opening;
+  std::uint32_t begin, end, first_child;
+  std::uint32_t child_count;
+};
+
+float round_down(double v) noexcept {
+  const auto f = static_cast<float>(v);
+  return static_cast<double>(f) <= v ? f : std::nextafter(f, -std::numeric_limits<float>::infinity());
+}
+float round_up(double v) noexcept {
+  const auto f = static_cast<float>(v);
+  return static_cast<double>(f) >= v ? f : std::nextafter(f, std::numeric_limits<float>::infinity());
+}
+
 constexpr std::uint32_t pseudo_flag = 0x80000000u;  // an SPJ entry that is a LET pseudo-particle, not a cell
 
 }  // namespace
@@ -187,6 +208,7 @@ struct TreeForce::State {
   std::vector<Quadrupole> source_quadrupoles;
   std::vector<std::uint8_t> source_pseudo;
   Octree global;
+  std::vector<WalkNode> walk_nodes;
 
   // Interaction lists kept for re-use (reuse > 1), per group.
   std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
@@ -466,30 +488,46 @@ void TreeForce::State::build_global_tree(bool build) {
   }
   if (build) global.build(source_keys, options.root, options.leaf_limit);
   global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
+  const auto& cells = global.cells();
+  walk_nodes.resize(cells.size());
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    const TreeCell& cell = cells[c];
+    WalkNode& node = walk_nodes[c];
+    node.centre = cell.moments.centre;
+    for (int a = 0; a < 3; ++a) node.lo[a] = round_down(cell.box.lo[a]), node.hi[a] = round_up(cell.box.hi[a]);
+    node.opening = round_up(cell.opening);
+    node.begin = cell.begin;
+    node.end = cell.end;
+    node.first_child = cell.first_child;
+    node.child_count = cell.child_count;
+  }
 }
 
 void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
   b.epj.clear();
   b.spj.clear();
   b.stack.assign(1, 0);
-  const auto& cells = global.cells();
+  const WalkNode* nodes = walk_nodes.data();
   const double theta_2 = theta2();
   while (!b.stack.empty()) {
     const std::uint32_t c = b.stack.back();
     b.stack.pop_back();
-    const TreeCell& cell = cells[c];
-    if (cell.count() == 0) continue;
-    if (well_separated(targets, cell.box, cell.moments.centre, cell.opening, theta_2)) {
+    const WalkNode& node = nodes[c];
+    if (node.end == node.begin) continue;
+    bool overlap = true;
+    for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
+    const double opening = node.opening;
+    if (!overlap && distance2(targets, node.centre) * theta_2 > opening * opening) {
       b.spj.push_back(c);
-    } else if (cell.leaf()) {
-      for (std::uint32_t k = cell.begin; k < cell.end; ++k) {
+    } else if (node.child_count == 0) {
+      for (std::uint32_t k = node.begin; k < node.end; ++k) {
         if (source_pseudo[k])
           b.spj.push_back(k | pseudo_flag);
         else
           b.epj.push_back(k);
       }
     } else {
-      for (std::uint32_t k = cell.child_count; k-- > 0;) b.stack.push_back(cell.first_child + k);
+      for (std::uint32_t k = node.child_count; k-- > 0;) b.stack.push_back(node.first_child + k);
     }
   }
 }
