@@ -35,6 +35,7 @@ struct TreeBenchOptions {
   std::vector<std::string> lets{"p2p_fast"};
   int reuse = 1;
   int steps = 3;
+  int rebalance_every = 1;  ///< decompose + migrate every this many steps
   int threads = 0;
   double softening = 1.0 / 32;
   bool fp64_accumulation = false;
@@ -86,6 +87,7 @@ struct Row {
   double error_median, error_p99;
   std::size_t let_messages, let_items;  // per rank, max
   int threads;
+  double build_parts[4];  // keys, sort, link (local + global tree), moments; slowest rank, per step
 };
 
 /// Per-particle relative error |da| / |a| against an exact fp64 direct sum
@@ -136,6 +138,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
   std::vector<Point> a;
   Profile profile;
   double step_total = 0, interactions = 0, kernel_core_s = 0, targets = 0;
+  double build_parts[4] = {0, 0, 0, 0};  // keys, sort, link, moments
   std::size_t let_messages = 0, let_items = 0;
   // One untimed step first (page faults, first allocations); then `steps`.
   for (int step = -1; step < options.steps; ++step) {
@@ -143,7 +146,10 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
     const double seconds = time_collective(comm, [&] {
       // The particles do not move, but the decomposition and migration run
       // every step as in a simulation (FDPS's sample does the same).
-      if (options.reuse == 1 || step % options.reuse == 0) {
+      // With list reuse the particle set must stay put between the calls
+      // that build the lists (call = step + 1: the untimed step is call 0).
+      const int reuse = options.reuse, every = reuse * ((std::max(1, options.rebalance_every) + reuse - 1) / reuse);
+      if ((step + 1) % every == 0) {
         {
           auto timer = step_profile.phase("decompose");
           domains.rebalance(x);
@@ -161,6 +167,8 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
     interactions += static_cast<double>(stats.epj_interactions + stats.spj_interactions);
     targets += static_cast<double>(stats.targets);
     kernel_core_s += stats.kernel_s * tree.threads();
+    build_parts[0] += stats.keys_s, build_parts[1] += stats.sort_s, build_parts[2] += stats.link_s,
+        build_parts[3] += stats.moments_s;
     let_messages = std::max(let_messages, stats.let_messages_sent);
     let_items = std::max(let_items, stats.let_items_sent);
     for (const char* name : {"decompose", "exchange particles", "build tree", "build LET", "exchange LET", "traverse",
@@ -169,7 +177,9 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
   }
   double sums[4] = {interactions, targets, kernel_core_s, static_cast<double>(tree.threads())};
   comm.allreduce_in_place(std::span<double>(sums), MPI_SUM);
+  comm.allreduce_in_place(std::span<double>(build_parts), MPI_MAX);
   Row row;
+  for (int k = 0; k < 4; ++k) row.build_parts[k] = build_parts[k] / options.steps;
   row.let = std::string(to_string(let));
   row.theta = theta;
   row.phases = profile.reduce(comm);
@@ -215,6 +225,9 @@ void run_tree(const TreeBenchOptions& options) {
                     row.kernel_rate, row.step_rate, row.let_messages, row.let_items);
         if (row.error_median >= 0)
           std::printf(", force error median %.3g p99 %.3g", row.error_median, row.error_p99);
+        std::printf("\nbuild tree (slowest rank): keys %.2f ms, sort %.2f ms, link %.2f ms, moments %.2f ms",
+                    1e3 * row.build_parts[0], 1e3 * row.build_parts[1], 1e3 * row.build_parts[2],
+                    1e3 * row.build_parts[3]);
         std::printf("\n%-20s %10s %10s %10s\n", "phase (ms/step)", "min", "avg", "max");
         for (const auto& phase : row.phases)
           std::printf("%-20s %10.2f %10.2f %10.2f\n", phase.name.c_str(), 1e3 * phase.min, 1e3 * phase.avg,
@@ -238,9 +251,12 @@ void run_tree(const TreeBenchOptions& options) {
       text += fmt::format(
           "  {{\"let\": \"{}\", \"theta\": {}, \"threads\": {}, \"step_s\": {:.9g}, \"interactions_per_particle\": "
           "{:.6g}, \"kernel_interactions_per_s_per_core\": {:.6g}, \"step_interactions_per_s_per_core\": {:.6g}, "
-          "\"let_messages\": {}, \"let_items\": {}, \"error_median\": {:.6g}, \"error_p99\": {:.6g}, \"phases\": [{}]}}{}\n",
+          "\"let_messages\": {}, \"let_items\": {}, \"error_median\": {:.6g}, \"error_p99\": {:.6g}, "
+          "\"build_keys_s\": {:.6g}, \"build_sort_s\": {:.6g}, \"build_link_s\": {:.6g}, \"build_moments_s\": {:.6g}, "
+          "\"phases\": [{}]}}{}\n",
           r.let, r.theta, r.threads, r.step_s, r.interactions_per_particle, r.kernel_rate, r.step_rate,
-          r.let_messages, r.let_items, r.error_median, r.error_p99, phases, i + 1 < rows.size() ? "," : "");
+          r.let_messages, r.let_items, r.error_median, r.error_p99, r.build_parts[0], r.build_parts[1],
+          r.build_parts[2], r.build_parts[3], phases, i + 1 < rows.size() ? "," : "");
     }
     text += "]}\n";
     write_file(options.json, text, "domex-bench tree");
@@ -261,6 +277,9 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--reuse", options->reuse, "build the interaction lists every this many steps")
       ->capture_default_str();
   command->add_option("--steps", options->steps, "timed steps per configuration (after one untimed)")
+      ->capture_default_str();
+  command->add_option("--rebalance-every", options->rebalance_every,
+                      "decompose and migrate every this many steps (always on list-building steps)")
       ->capture_default_str();
   command->add_option("--threads", options->threads, "OpenMP threads per rank (0: cores / ranks on the node)")
       ->capture_default_str();

@@ -144,12 +144,13 @@ struct ThreadBuffers {
   std::size_t epj_interactions = 0, spj_interactions = 0;
 };
 
-/// The part of a global-tree cell the walk reads, packed into 72 bytes (a
-/// TreeCell spans three cache lines). The box is rounded outwards to fp32
-/// and the opening length upwards, so the packed test opens at least the
-/// cells the exact one opens.
+/// The part of a global-tree cell that the walk and the monopole kernel
+/// read, packed into 80 bytes (a TreeCell spans three cache lines). The box
+/// is rounded outwards to fp32 and the opening length upwards, so the packed
+/// test opens at least the cells the exact one opens.
 struct WalkNode {
   Point centre;
+  double mass;
   std::array<float, 3> lo, hi;
   float opening;
   std::uint32_t begin, end, first_child;
@@ -494,6 +495,7 @@ void TreeForce::State::build_global_tree(bool build) {
     const TreeCell& cell = cells[c];
     WalkNode& node = walk_nodes[c];
     node.centre = cell.moments.centre;
+    node.mass = cell.moments.mass;
     for (int a = 0; a < 3; ++a) node.lo[a] = round_down(cell.box.lo[a]), node.hi[a] = round_up(cell.box.hi[a]);
     node.opening = round_up(cell.opening);
     node.begin = cell.begin;
@@ -579,9 +581,12 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
   for (std::size_t j = 0; j < b.epj.size(); ++j) put(j, source_positions[b.epj[j]], source_masses[b.epj[j]]);
   if (options.quadrupole) b.spj_moments.resize(b.spj.size());
   for (std::size_t j = 0; j < b.spj.size(); ++j) {
-    const Moments m = spj_moments_of(b.spj[j]);
-    put(b.epj.size() + j, m.centre, m.mass);
-    if (options.quadrupole) b.spj_moments[j] = m;
+    const std::uint32_t entry = b.spj[j];
+    if (entry & pseudo_flag)
+      put(b.epj.size() + j, source_positions[entry & ~pseudo_flag], source_masses[entry & ~pseudo_flag]);
+    else
+      put(b.epj.size() + j, walk_nodes[entry].centre, walk_nodes[entry].mass);
+    if (options.quadrupole) b.spj_moments[j] = spj_moments_of(entry);
   }
   const float eps2 = static_cast<float>(options.softening * options.softening);
   for (Point& a : acc) a = {0, 0, 0};
