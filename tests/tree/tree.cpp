@@ -64,24 +64,33 @@ Particles make_particles(domex::Comm& comm, Distribution distribution, std::size
 
 constexpr double softening = 1.0 / 32;
 
-/// Exact fp64 direct sums for the particles with id % stride == 0.
-std::vector<double> relative_errors(const domex::Comm& comm, const Particles& p, const std::vector<Point>& a,
-                                    std::size_t stride) {
+/// Exact fp64 direct sums for the particles with id % stride == 0: (local
+/// index, acceleration).
+std::vector<std::pair<std::size_t, Point>> direct_sums(const domex::Comm& comm, const Particles& p, std::size_t stride) {
   const auto all_x = comm.allgatherv(std::span<const Point>(p.x));
   const auto all_m = comm.allgatherv(std::span<const double>(p.m));
-  std::vector<double> errors;
+  std::vector<std::pair<std::size_t, Point>> exact;
   for (std::size_t i = 0; i < p.x.size(); ++i) {
     if (p.id[i] % stride != 0) continue;
-    double exact[3] = {0, 0, 0};
+    Point sum{0, 0, 0};
     for (std::size_t j = 0; j < all_x.size(); ++j) {
       const double dx = all_x[j][0] - p.x[i][0], dy = all_x[j][1] - p.x[i][1], dz = all_x[j][2] - p.x[i][2];
       const double r2 = dx * dx + dy * dy + dz * dz + softening * softening;
       const double f = all_m[j] / (r2 * std::sqrt(r2));
-      exact[0] += f * dx, exact[1] += f * dy, exact[2] += f * dz;
+      sum[0] += f * dx, sum[1] += f * dy, sum[2] += f * dz;
     }
-    const double d0 = a[i][0] - exact[0], d1 = a[i][1] - exact[1], d2 = a[i][2] - exact[2];
-    errors.push_back(std::sqrt((d0 * d0 + d1 * d1 + d2 * d2) /
-                               (exact[0] * exact[0] + exact[1] * exact[1] + exact[2] * exact[2])));
+    exact.emplace_back(i, sum);
+  }
+  return exact;
+}
+
+/// Per-particle |da| / |a| of the sampled particles, all ranks, sorted.
+std::vector<double> relative_errors(const domex::Comm& comm, const std::vector<std::pair<std::size_t, Point>>& exact,
+                                    const std::vector<Point>& a) {
+  std::vector<double> errors;
+  for (const auto& [i, e] : exact) {
+    const double d0 = a[i][0] - e[0], d1 = a[i][1] - e[1], d2 = a[i][2] - e[2];
+    errors.push_back(std::sqrt((d0 * d0 + d1 * d1 + d2 * d2) / (e[0] * e[0] + e[1] * e[1] + e[2] * e[2])));
   }
   auto all = comm.allgatherv(std::span<const double>(errors));
   std::sort(all.begin(), all.end());
@@ -110,7 +119,6 @@ bool bitwise_equal(const std::vector<Point>& a, const std::vector<Point>& b) {
 struct ErrorCase {
   Distribution distribution;
   std::size_t n;
-  bool quadrupole;
   double median, p99;  // FDPS's at theta 0.5 with monopoles, per-particle measure
 };
 
@@ -121,25 +129,26 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
   // ~1.5x that at 1e5), so it is tested at 1e5. With quadrupoles the bound
   // is a third of FDPS's monopole figure (the issue asks for a tenth: not
   // reached at theta 0.5, see the report).
-  const ErrorCase cases[] = {{Distribution::uniform, 20000, false, 4.1e-3, 9.0e-3},
-                             {Distribution::uniform, 20000, true, 4.1e-3 / 3, 9.0e-3 / 3},
-                             {Distribution::plummer, 100000, false, 4.8e-4, 2.5e-3},
-                             {Distribution::plummer, 100000, true, 4.8e-4 / 3, 2.5e-3 / 3}};
+  const ErrorCase cases[] = {{Distribution::uniform, 20000, 4.1e-3, 9.0e-3}, {Distribution::plummer, 100000, 4.8e-4, 2.5e-3}};
   for (const auto& c : cases) {
-    const std::size_t n = c.n, stride = c.n / 2000;  // 2000 sampled particles
-    const auto p = make_particles(comm, c.distribution, n, 41);
-    domex::TreeStats stats;
-    const auto a = tree_forces(comm, p, {.quadrupole = c.quadrupole, .softening = softening}, &stats);
-    const auto errors = relative_errors(comm, p, a, stride);
-    ASSERT_EQ(errors.size(), n / stride);
-    const double median = quantile(errors, 0.5), p99 = quantile(errors, 0.99);
-    if (comm.rank() == 0)
-      std::printf("%s %s: median %.3g p99 %.3g (bounds %.3g %.3g), %.0f interactions/particle on rank 0\n",
-                  c.distribution == Distribution::uniform ? "uniform" : "plummer",
-                  c.quadrupole ? "quadrupole" : "monopole", median, p99, c.median, c.p99,
-                  stats.interactions_per_particle());
-    EXPECT_LE(median, c.median);
-    EXPECT_LE(p99, c.p99);
+    const std::size_t stride = c.n / 2000;  // 2000 sampled particles
+    const auto p = make_particles(comm, c.distribution, c.n, 41);
+    const auto exact = direct_sums(comm, p, stride);
+    for (bool quadrupole : {false, true}) {
+      domex::TreeStats stats;
+      const auto a = tree_forces(comm, p, {.quadrupole = quadrupole, .softening = softening}, &stats);
+      const auto errors = relative_errors(comm, exact, a);
+      ASSERT_EQ(errors.size(), c.n / stride);
+      const double median = quantile(errors, 0.5), p99 = quantile(errors, 0.99);
+      const double bound_median = quadrupole ? c.median / 3 : c.median, bound_p99 = quadrupole ? c.p99 / 3 : c.p99;
+      if (comm.rank() == 0)
+        std::printf("%s %s: median %.3g p99 %.3g (bounds %.3g %.3g), %.0f interactions/particle on rank 0\n",
+                    c.distribution == Distribution::uniform ? "uniform" : "plummer",
+                    quadrupole ? "quadrupole" : "monopole", median, p99, bound_median, bound_p99,
+                    stats.interactions_per_particle());
+      EXPECT_LE(median, bound_median);
+      EXPECT_LE(p99, bound_p99);
+    }
   }
 }
 
