@@ -487,8 +487,14 @@ void TreeForce::State::build_global_tree(bool build) {
     source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
     if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
   }
-  if (build) global.build(source_keys, options.root, options.leaf_limit);
-  global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
+  if (total == positions.size()) {
+    // Nothing came from other ranks: the global tree is the local one, with
+    // the moments just computed (the same sums in the same order).
+    global = local;
+  } else {
+    if (build) global.build(source_keys, options.root, options.leaf_limit);
+    global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
+  }
   const auto& cells = global.cells();
   walk_nodes.resize(cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
