@@ -149,7 +149,8 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
       // With list reuse the particle set must stay put between the calls
       // that build the lists (call = step + 1: the untimed step is call 0).
       const int reuse = options.reuse, every = reuse * ((std::max(1, options.rebalance_every) + reuse - 1) / reuse);
-      if ((step + 1) % every == 0) {
+      // One rank owns the whole box: nothing to balance or move.
+      if (comm.size() > 1 && (step + 1) % every == 0) {
         {
           auto timer = step_profile.phase("decompose");
           domains.rebalance(x);

@@ -45,7 +45,9 @@ struct TreeOptions {
   Algorithm sparse_algorithm = Algorithm::automatic;  ///< for LetMode::sparse
   /// Interaction lists are built every `reuse` calls (with the opening test of
   /// that call); the calls between re-use them with updated positions and
-  /// masses (the same particles, in the same order, on the same ranks).
+  /// masses: the same particles, in the same order, on the same ranks (only
+  /// the count is checked; another order gives wrong forces). Each re-use
+  /// call still refreshes the moments and re-sends the LET items' values.
   int reuse = 1;
   double softening = 0;  ///< Plummer softening length epsilon
   /// fp32 partial sums over blocks of 64 sources, added in fp64; else fp32 throughout.
@@ -103,8 +105,9 @@ struct TreeStats {
 /// Holds the trees and lists between calls (for reuse) and its buffers.
 class TreeForce {
  public:
-  /// Keeps a reference to `comm` (it must outlive this object). Throws
-  /// domex::Error for invalid options.
+  /// Keeps a reference to `comm` (it must outlive this object). Collective
+  /// over `comm` when options.threads is 0 (it counts the ranks on this
+  /// node). Throws domex::Error for invalid options.
   explicit TreeForce(Comm& comm, TreeOptions options = {});
   ~TreeForce();
   TreeForce(TreeForce&&) noexcept;
