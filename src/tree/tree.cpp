@@ -135,7 +135,12 @@ int automatic_threads(const Comm& comm) {
 
 /// Per-thread buffers of the walk and the kernel, reused across groups.
 struct ThreadBuffers {
-  std::vector<std::uint32_t> stack, epj, spj;
+  std::vector<std::uint32_t> stack, spj;
+  // Particle list as ranges of sources, flattened: begin0, end0, begin1, ...
+  // (leaves are contiguous in the sorted sources, so a range per run of
+  // leaves: a short walk output and a contiguous gather).
+  std::vector<std::uint32_t> epj;
+  std::size_t epj_count = 0;
   std::vector<float> tx, ty, tz, ax, ay, az, sx, sy, sz, sm;
   std::vector<Moments> spj_moments;
   std::vector<Epj> user_epj;
@@ -154,7 +159,8 @@ struct WalkNode {
   std::array<float, 3> lo, hi;
   float opening;
   std::uint32_t begin, end, first_child;
-  std::uint32_t child_count;
+  std::uint16_t child_count;
+  std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
 };
 
 float round_down(double v) noexcept {
@@ -508,13 +514,24 @@ void TreeForce::State::build_global_tree(bool build) {
     node.end = cell.end;
     node.first_child = cell.first_child;
     node.child_count = cell.child_count;
+    node.has_pseudo = 0;
+    if (cell.leaf())
+      for (std::uint32_t k = cell.begin; k < cell.end; ++k) node.has_pseudo |= source_pseudo[k];
   }
 }
 
 void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
   b.epj.clear();
   b.spj.clear();
+  b.epj_count = 0;
   b.stack.assign(1, 0);
+  const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
+    b.epj_count += end - begin;
+    if (!b.epj.empty() && b.epj.back() == begin)
+      b.epj.back() = end;
+    else
+      b.epj.push_back(begin), b.epj.push_back(end);
+  };
   const WalkNode* nodes = walk_nodes.data();
   const double theta_2 = theta2();
   while (!b.stack.empty()) {
@@ -528,11 +545,15 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
     if (!overlap && distance2(targets, node.centre) * theta_2 > opening * opening) {
       b.spj.push_back(c);
     } else if (node.child_count == 0) {
-      for (std::uint32_t k = node.begin; k < node.end; ++k) {
-        if (source_pseudo[k])
-          b.spj.push_back(k | pseudo_flag);
-        else
-          b.epj.push_back(k);
+      if (!node.has_pseudo) {
+        add_range(node.begin, node.end);
+      } else {
+        for (std::uint32_t k = node.begin; k < node.end; ++k) {
+          if (source_pseudo[k])
+            b.spj.push_back(k | pseudo_flag);
+          else
+            add_range(k, k + 1);
+        }
       }
     } else {
       for (std::uint32_t k = node.child_count; k-- > 0;) b.stack.push_back(node.first_child + k);
@@ -552,11 +573,12 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     return global.cells()[entry].moments;
   };
   std::span<Point> acc(sorted_acc.data() + begin, count);
-  b.epj_interactions += count * b.epj.size();
+  b.epj_interactions += count * b.epj_count;
   b.spj_interactions += count * b.spj.size();
   if (user) {
-    b.user_epj.resize(b.epj.size());
-    for (std::size_t j = 0; j < b.epj.size(); ++j) b.user_epj[j] = {source_positions[b.epj[j]], source_masses[b.epj[j]]};
+    b.user_epj.clear();
+    for (std::size_t r = 0; r < b.epj.size(); r += 2)
+      for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k) b.user_epj.push_back({source_positions[k], source_masses[k]});
     b.spj_moments.resize(b.spj.size());
     for (std::size_t j = 0; j < b.spj.size(); ++j) b.spj_moments[j] = spj_moments_of(b.spj[j]);
     for (Point& a : acc) a = {0, 0, 0};
@@ -576,7 +598,7 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.ty[i] = static_cast<float>(p[1] - origin[1]);
     b.tz[i] = static_cast<float>(p[2] - origin[2]);
   }
-  const std::size_t sources = b.epj.size() + b.spj.size();
+  const std::size_t sources = b.epj_count + b.spj.size();
   for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources);
   auto put = [&](std::size_t j, const Point& p, double m) {
     b.sx[j] = static_cast<float>(p[0] - origin[0]);
@@ -584,14 +606,16 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.sz[j] = static_cast<float>(p[2] - origin[2]);
     b.sm[j] = static_cast<float>(m);
   };
-  for (std::size_t j = 0; j < b.epj.size(); ++j) put(j, source_positions[b.epj[j]], source_masses[b.epj[j]]);
+  std::size_t slot = 0;
+  for (std::size_t r = 0; r < b.epj.size(); r += 2)
+    for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k) put(slot++, source_positions[k], source_masses[k]);
   if (options.quadrupole) b.spj_moments.resize(b.spj.size());
   for (std::size_t j = 0; j < b.spj.size(); ++j) {
     const std::uint32_t entry = b.spj[j];
     if (entry & pseudo_flag)
-      put(b.epj.size() + j, source_positions[entry & ~pseudo_flag], source_masses[entry & ~pseudo_flag]);
+      put(b.epj_count + j, source_positions[entry & ~pseudo_flag], source_masses[entry & ~pseudo_flag]);
     else
-      put(b.epj.size() + j, walk_nodes[entry].centre, walk_nodes[entry].mass);
+      put(b.epj_count + j, walk_nodes[entry].centre, walk_nodes[entry].mass);
     if (options.quadrupole) b.spj_moments[j] = spj_moments_of(entry);
   }
   const float eps2 = static_cast<float>(options.softening * options.softening);
@@ -645,6 +669,8 @@ void TreeForce::State::forces(const UserKernel* user, bool build, Profile& profi
       } else {
         b.epj = list_epj[group];
         b.spj = list_spj[group];
+        b.epj_count = 0;
+        for (std::size_t r = 0; r < b.epj.size(); r += 2) b.epj_count += b.epj[r + 1] - b.epj[r];
       }
       const double t1 = omp_get_wtime();
       evaluate(group, b, user);
