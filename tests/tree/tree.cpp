@@ -173,6 +173,11 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
           EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
           EXPECT_LE(stats.let_messages_sent, reference_stats.let_messages_sent);
         }
+      // Nor on the number of threads (sample sort, parallel walk).
+      for (int threads : {1, 3})
+        EXPECT_TRUE(bitwise_equal(
+            tree_forces(comm, p, {.quadrupole = quadrupole, .softening = softening, .threads = threads}), reference))
+            << threads << " threads";
     }
 }
 
