@@ -215,6 +215,8 @@ struct TreeForce::State {
   std::vector<Quadrupole> source_quadrupoles;
   std::vector<std::uint8_t> source_pseudo;
   Octree global;
+  bool global_is_local = false;  // nothing received: the local tree serves as the global one
+  [[nodiscard]] const Octree& source_tree() const { return global_is_local ? local : global; }
   std::vector<WalkNode> walk_nodes;
 
   // Interaction lists kept for re-use (reuse > 1), per group.
@@ -493,15 +495,14 @@ void TreeForce::State::build_global_tree(bool build) {
     source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
     if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
   }
-  if (total == positions.size()) {
-    // Nothing came from other ranks: the global tree is the local one, with
-    // the moments just computed (the same sums in the same order).
-    global = local;
-  } else {
+  global_is_local = total == positions.size();
+  if (!global_is_local) {
+    // (Otherwise nothing came from other ranks: the local tree, with the
+    // moments just computed, is the global one: the same sums in the same order.)
     if (build) global.build(source_keys, options.root, options.leaf_limit);
     global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
   }
-  const auto& cells = global.cells();
+  const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
     const TreeCell& cell = cells[c];
@@ -570,7 +571,7 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
       return Moments{source_masses[k], source_positions[k],
                      options.quadrupole ? source_quadrupoles[k] : Quadrupole{}};
     }
-    return global.cells()[entry].moments;
+    return source_tree().cells()[entry].moments;
   };
   std::span<Point> acc(sorted_acc.data() + begin, count);
   b.epj_interactions += count * b.epj_count;

@@ -56,7 +56,7 @@ constexpr std::array<std::uint32_t, 3> morton_decode(MortonKey key) noexcept {
 inline MortonKey morton_key_unchecked(const Point& position, const Box& root) noexcept {
   std::uint32_t cell[3];
   for (int a = 0; a < 3; ++a) {
-    const double scaled = (position[a] - root.lo[a]) / root.extent(a) * static_cast<double>(morton_cells_per_axis);
+    const double scaled = (position[a] - root.lo[a]) * (static_cast<double>(morton_cells_per_axis) / root.extent(a));
     const double clamped = std::fmin(std::fmax(scaled, 0.0), static_cast<double>(morton_cells_per_axis - 1));
     cell[a] = static_cast<std::uint32_t>(clamped);
   }
