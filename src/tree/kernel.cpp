@@ -102,6 +102,16 @@ void Gravity(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const f
     GravityBlocks<false>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
 }
 
+void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double origin, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto o = hn::Set(dd, origin);
+  std::size_t i = 0;
+  for (; i + lanes <= count; i += lanes) hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::LoadU(dd, values + i), o)), df, out + i);
+  for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
+}
+
 std::int64_t Target() { return HWY_TARGET; }
 
 }  // namespace HWY_NAMESPACE
@@ -116,6 +126,7 @@ namespace domex {
 namespace kernel_detail {
 HWY_EXPORT(Gravity);
 HWY_EXPORT(Target);
+HWY_EXPORT(RelativeFp32);
 }  // namespace kernel_detail
 
 void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2) {
@@ -126,6 +137,11 @@ void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, 
   HWY_DYNAMIC_DISPATCH(kernel_detail::Gravity)
   (targets.x.data(), targets.y.data(), targets.z.data(), targets.ax.data(), targets.ay.data(), targets.az.data(), n,
    sources.x.data(), sources.y.data(), sources.z.data(), sources.mass.data(), m, eps2);
+}
+
+void relative_fp32(std::span<const double> values, double origin, std::span<float> out) {
+  if (out.size() != values.size()) fail("relative_fp32", "values and out differ in length");
+  HWY_DYNAMIC_DISPATCH(kernel_detail::RelativeFp32)(values.data(), values.size(), origin, out.data());
 }
 
 std::string gravity_kernel_target() {

@@ -211,6 +211,7 @@ struct TreeForce::State {
   std::vector<SourceOrigin> source_origin;
   std::vector<MortonKey> source_keys;
   std::vector<Point> source_positions;
+  std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for the vectorised gather
   std::vector<double> source_masses;
   std::vector<Quadrupole> source_quadrupoles;
   std::vector<std::uint8_t> source_pseudo;
@@ -480,6 +481,9 @@ void TreeForce::State::build_global_tree(bool build) {
   source_masses.resize(total);
   source_pseudo.resize(total);
   if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
+  source_x.resize(total);
+  source_y.resize(total);
+  source_z.resize(total);
   for (std::size_t k = 0; k < total; ++k) {
     const SourceOrigin origin = source_origin[k];
     if (origin.kind == SourceOrigin::local) {
@@ -494,6 +498,11 @@ void TreeForce::State::build_global_tree(bool build) {
     source_masses[k] = m.mass;
     source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
     if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+  }
+  for (std::size_t k = 0; k < total; ++k) {
+    source_x[k] = source_positions[k][0];
+    source_y[k] = source_positions[k][1];
+    source_z[k] = source_positions[k][2];
   }
   global_is_local = total == positions.size();
   if (!global_is_local) {
@@ -608,8 +617,14 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.sm[j] = static_cast<float>(m);
   };
   std::size_t slot = 0;
-  for (std::size_t r = 0; r < b.epj.size(); r += 2)
-    for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k) put(slot++, source_positions[k], source_masses[k]);
+  for (std::size_t r = 0; r < b.epj.size(); r += 2) {
+    const std::size_t first = b.epj[r], length = b.epj[r + 1] - b.epj[r];
+    relative_fp32({source_x.data() + first, length}, origin[0], {b.sx.data() + slot, length});
+    relative_fp32({source_y.data() + first, length}, origin[1], {b.sy.data() + slot, length});
+    relative_fp32({source_z.data() + first, length}, origin[2], {b.sz.data() + slot, length});
+    relative_fp32({source_masses.data() + first, length}, 0.0, {b.sm.data() + slot, length});
+    slot += length;
+  }
   if (options.quadrupole) b.spj_moments.resize(b.spj.size());
   for (std::size_t j = 0; j < b.spj.size(); ++j) {
     const std::uint32_t entry = b.spj[j];

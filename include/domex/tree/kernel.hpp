@@ -36,6 +36,11 @@ inline constexpr std::size_t gravity_kernel_padding = 16;
 /// best instruction set of this CPU.
 void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2);
 
+/// out[j] = float(values[j] - origin) for every j: the conversion of a run of
+/// sources to the kernel's fp32 form, vectorised and dispatched like the
+/// kernel (rounded to nearest, the same as a scalar cast).
+void relative_fp32(std::span<const double> values, double origin, std::span<float> out);
+
 /// Name of the instruction set gravity_kernel runs with here ("AVX3", "AVX2", ...).
 std::string gravity_kernel_target();
 
