@@ -64,6 +64,14 @@ Particles make_particles(domex::Comm& comm, Distribution distribution, std::size
 
 constexpr double softening = 1.0 / 32;
 
+// Under AddressSanitizer (CI's sanitizer job) the tree runs ~20x slower: the
+// sets shrink and the Plummer accuracy check at 1e5 is left to the Release job.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+
 /// Exact fp64 direct sums for the particles with id % stride == 0: (local
 /// index, acceleration).
 std::vector<std::pair<std::size_t, Point>> direct_sums(const domex::Comm& comm, const Particles& p, std::size_t stride) {
@@ -131,6 +139,7 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
   // reached at theta 0.5, see the report).
   const ErrorCase cases[] = {{Distribution::uniform, 20000, 4.1e-3, 9.0e-3}, {Distribution::plummer, 100000, 4.8e-4, 2.5e-3}};
   for (const auto& c : cases) {
+    if (sanitized && c.distribution == Distribution::plummer) continue;
     const std::size_t stride = c.n / 2000;  // 2000 sampled particles
     const auto p = make_particles(comm, c.distribution, c.n, 41);
     const auto exact = direct_sums(comm, p, stride);
@@ -156,7 +165,7 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
   domex::Comm comm{MPI_COMM_WORLD};
   for (Distribution distribution : {Distribution::uniform, Distribution::plummer})
     for (bool quadrupole : {false, true}) {
-      const auto p = make_particles(comm, distribution, 12000, 43);
+      const auto p = make_particles(comm, distribution, sanitized ? 3000 : 12000, 43);
       domex::TreeStats reference_stats;
       const auto reference = tree_forces(
           comm, p, {.quadrupole = quadrupole, .let = domex::LetMode::alltoallv, .softening = softening}, &reference_stats);
