@@ -1,0 +1,328 @@
+// domex-bench tree: tree-code gravity of N particles (uniform cube, Plummer
+// sphere or planetary ring) decomposed by multisection, per LET mode: the
+// phase table, interactions per particle, interactions/s/core of the kernel
+// and of the whole step, and the force error against a direct sum.
+//
+//   mpirun -n 2 domex-bench tree --particles 1000000 --lets p2p_fast alltoallv --json tree.json
+
+#include "command.hpp"
+#include "timing.hpp"
+
+#include <domex/decompose/multisection.hpp>
+#include <domex/migrate/migrate.hpp>
+#include <domex/tree/tree.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace domex::bench {
+namespace {
+
+struct TreeBenchOptions {
+  std::size_t particles = 100000;  ///< in total
+  std::string distribution = "uniform";
+  std::vector<double> thetas{0.5};
+  int leaf_limit = 8;
+  int group_limit = 64;
+  bool quadrupole = false;
+  std::vector<std::string> lets{"p2p_fast"};
+  int reuse = 1;
+  int steps = 3;
+  int rebalance_every = 1;  ///< decompose + migrate every this many steps
+  int threads = 0;
+  double softening = 1.0 / 32;
+  bool fp64_accumulation = false;
+  std::size_t error_samples = 2000;  ///< 0: no force error
+  std::string json;
+};
+
+Box root_of(const std::string& distribution) {
+  if (distribution == "uniform") return {{0, 0, 0}, {1, 1, 1}};
+  if (distribution == "plummer") return {{-10, -10, -10}, {10, 10, 10}};
+  if (distribution == "ring") return {{-2, -2, -2}, {2, 2, 2}};
+  fail("domex-bench tree", "unknown distribution '" + distribution + "' (uniform, plummer, ring)");
+}
+
+/// This rank's share of the set (its own random stream), total mass 1.
+void generate(const Comm& comm, const TreeBenchOptions& options, std::vector<Point>& x, std::vector<double>& m) {
+  const auto size = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
+  const std::size_t count = options.particles * (rank + 1) / size - options.particles * rank / size;
+  std::mt19937_64 random(2024 + rank);
+  std::uniform_real_distribution<double> u(0, 1);
+  x.resize(count);
+  m.assign(count, 1.0 / static_cast<double>(options.particles));
+  constexpr double two_pi = 6.283185307179586;
+  for (Point& p : x) {
+    if (options.distribution == "uniform") {
+      p = {u(random), u(random), u(random)};
+    } else if (options.distribution == "plummer") {
+      // Henon units, scale radius 3 pi / 16, truncated at r = 9.
+      double r;
+      do r = 3 * 3.141592653589793 / 16 / std::sqrt(std::pow(std::max(u(random), 1e-12), -2.0 / 3.0) - 1.0);
+      while (r > 9);
+      const double cos_theta = 2 * u(random) - 1, phi = two_pi * u(random), s = std::sqrt(1 - cos_theta * cos_theta);
+      p = {r * s * std::cos(phi), r * s * std::sin(phi), r * cos_theta};
+    } else {
+      // Planetary ring: radius 1, width 0.1, thickness 0.001 (uniform in area).
+      const double r = std::sqrt(0.95 * 0.95 + (1.05 * 1.05 - 0.95 * 0.95) * u(random)), phi = two_pi * u(random);
+      p = {r * std::cos(phi), r * std::sin(phi), 0.001 * (u(random) - 0.5)};
+    }
+  }
+}
+
+struct Row {
+  std::string let;
+  double theta;
+  std::vector<Profile::Row> phases;  // seconds per step
+  double step_s;                     // slowest rank, per step
+  double interactions_per_particle;
+  double kernel_rate, step_rate;  // interactions / s / core
+  double error_median, error_p99;
+  std::size_t let_messages, let_items;  // per rank, max
+  int threads;
+  double build_parts[4];  // keys, sort, link (local + global tree), moments; slowest rank, per step
+};
+
+/// Per-particle relative error |da| / |a| against an exact fp64 direct sum
+/// for about `samples` particles; {median, p99} over all ranks.
+std::pair<double, double> force_error(const Comm& comm, const std::vector<Point>& x, const std::vector<double>& m,
+                                      const std::vector<Point>& a, std::size_t total, std::size_t samples,
+                                      double softening) {
+  const auto all_x = comm.allgatherv(std::span<const Point>(x));
+  const auto all_m = comm.allgatherv(std::span<const double>(m));
+  const std::size_t stride = std::max<std::size_t>(1, total / samples);
+  std::vector<double> errors;
+  const double eps2 = softening * softening;
+  for (std::size_t i = 0; i < x.size(); i += stride) {
+    double exact[3] = {0, 0, 0};
+#pragma omp parallel for reduction(+ : exact[:3])
+    for (std::size_t j = 0; j < all_x.size(); ++j) {
+      const double dx = all_x[j][0] - x[i][0], dy = all_x[j][1] - x[i][1], dz = all_x[j][2] - x[i][2];
+      const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+      const double f = all_m[j] / (r2 * std::sqrt(r2));
+      exact[0] += f * dx, exact[1] += f * dy, exact[2] += f * dz;
+    }
+    const double d0 = a[i][0] - exact[0], d1 = a[i][1] - exact[1], d2 = a[i][2] - exact[2];
+    errors.push_back(
+        std::sqrt((d0 * d0 + d1 * d1 + d2 * d2) / (exact[0] * exact[0] + exact[1] * exact[1] + exact[2] * exact[2])));
+  }
+  auto all = comm.allgatherv(std::span<const double>(errors));
+  std::sort(all.begin(), all.end());
+  if (all.empty()) return {0, 0};
+  return {all[all.size() / 2], all[std::min(all.size() - 1, all.size() * 99 / 100)]};
+}
+
+Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, double theta) {
+  const Box root = root_of(options.distribution);
+  std::vector<Point> x;
+  std::vector<double> m;
+  generate(comm, options, x, m);
+  Multisection domains(comm, root);
+  TreeForce tree(comm, {.theta = theta,
+                        .leaf_limit = options.leaf_limit,
+                        .group_limit = options.group_limit,
+                        .quadrupole = options.quadrupole,
+                        .let = let,
+                        .reuse = options.reuse,
+                        .softening = options.softening,
+                        .fp64_accumulation = options.fp64_accumulation,
+                        .threads = options.threads,
+                        .root = root});
+  std::vector<Point> a;
+  Profile profile;
+  double step_total = 0, interactions = 0, kernel_core_s = 0, targets = 0;
+  double build_parts[4] = {0, 0, 0, 0};  // keys, sort, link, moments
+  std::size_t let_messages = 0, let_items = 0;
+  // One untimed step first (page faults, first allocations); then `steps`.
+  for (int step = -1; step < options.steps; ++step) {
+    Profile step_profile;
+    const double seconds = time_collective(comm, [&] {
+      // The particles do not move, but the decomposition and migration run
+      // every step as in a simulation (FDPS's sample does the same).
+      // With list reuse the particle set must stay put between the calls
+      // that build the lists (call = step + 1: the untimed step is call 0).
+      const int reuse = options.reuse, every = reuse * ((std::max(1, options.rebalance_every) + reuse - 1) / reuse);
+      // One rank owns the whole box: nothing to balance or move.
+      if (comm.size() > 1 && (step + 1) % every == 0) {
+        {
+          auto timer = step_profile.phase("decompose");
+          domains.rebalance(x);
+        }
+        auto timer = step_profile.phase("exchange particles");
+        MigrationPlan plan(comm, domains, x);
+        migrate(plan, x, m);
+      }
+      a.resize(x.size());
+      tree.compute(x, m, a, step_profile);
+    });
+    if (step < 0) continue;
+    step_total += seconds;
+    const TreeStats& stats = tree.stats();
+    interactions += static_cast<double>(stats.epj_interactions + stats.spj_interactions);
+    targets += static_cast<double>(stats.targets);
+    kernel_core_s += stats.kernel_s * tree.threads();
+    build_parts[0] += stats.keys_s, build_parts[1] += stats.sort_s, build_parts[2] += stats.link_s,
+        build_parts[3] += stats.moments_s;
+    let_messages = std::max(let_messages, stats.let_messages_sent);
+    let_items = std::max(let_items, stats.let_items_sent);
+    for (const char* name : {"decompose", "exchange particles", "build tree", "build LET", "exchange LET", "traverse",
+                             "kernel", "other", "imbalance"})
+      profile.add(name, step_profile.local_seconds(name));
+  }
+  double sums[4] = {interactions, targets, kernel_core_s, static_cast<double>(tree.threads())};
+  comm.allreduce_in_place(std::span<double>(sums), MPI_SUM);
+  comm.allreduce_in_place(std::span<double>(build_parts), MPI_MAX);
+  Row row;
+  for (int k = 0; k < 4; ++k) row.build_parts[k] = build_parts[k] / options.steps;
+  row.let = std::string(to_string(let));
+  row.theta = theta;
+  row.phases = profile.reduce(comm);
+  for (auto& phase : row.phases) {
+    phase.min /= options.steps;
+    phase.avg /= options.steps;
+    phase.max /= options.steps;
+  }
+  row.step_s = step_total / options.steps;
+  row.interactions_per_particle = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  row.kernel_rate = sums[2] > 0 ? sums[0] / sums[2] : 0;
+  row.step_rate = sums[0] / (step_total * sums[3]);
+  row.threads = tree.threads();
+  unsigned long long counts[2] = {let_messages, let_items};
+  comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
+  row.let_messages = counts[0];
+  row.let_items = counts[1];
+  row.error_median = row.error_p99 = -1;
+  if (options.error_samples > 0) {
+    const auto [median, p99] = force_error(comm, x, m, a, options.particles, options.error_samples, options.softening);
+    row.error_median = median;
+    row.error_p99 = p99;
+  }
+  return row;
+}
+
+/// The gravity kernel alone on one core: 64 targets x 2048 sources (fits L1),
+/// repeated for ~0.2 s; interactions per second, best of 3.
+double kernel_alone_rate(double softening) {
+  const std::size_t targets = 64, sources = 2048;
+  std::mt19937 random(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> tx(targets), ty(targets), tz(targets), ax(targets), ay(targets), az(targets);
+  std::vector<float> sx(sources), sy(sources), sz(sources), sm(sources);
+  for (auto* v : {&tx, &ty, &tz}) for (float& f : *v) f = 0.01f * u(random);
+  for (auto* v : {&sx, &sy, &sz}) for (float& f : *v) f = u(random);
+  for (float& f : sm) f = 1e-6f * (1.5f + u(random));
+  const auto eps2 = static_cast<float>(softening * softening);
+  double best = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    int calls = 0;
+    const double start = MPI_Wtime();
+    double seconds = 0;
+    do {
+      for (int k = 0; k < 20; ++k, ++calls) gravity_kernel({tx, ty, tz, ax, ay, az}, {sx, sy, sz, sm}, eps2);
+      seconds = MPI_Wtime() - start;
+    } while (seconds < 0.07);
+    best = std::max(best, calls * static_cast<double>(targets * sources) / seconds);
+  }
+  return best;
+}
+
+void run_tree(const TreeBenchOptions& options) {
+  Comm comm{MPI_COMM_WORLD};
+  std::vector<Row> rows;
+  if (comm.rank() == 0)
+    std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d, %s, reuse %d, %d steps, "
+                "kernel %s\n",
+                comm.size(), options.particles, options.distribution.c_str(), options.leaf_limit, options.group_limit,
+                options.quadrupole ? "quadrupole" : "monopole", options.reuse, options.steps,
+                gravity_kernel_target().c_str());
+  // Every rank measures (each on its own core); rank 0 reports the slowest.
+  const double kernel_alone = comm.allreduce(kernel_alone_rate(options.softening), MPI_MIN);
+  if (comm.rank() == 0)
+    std::printf("gravity kernel alone (64 targets x 2048 sources in L1, %s): %.3g interactions/s/core\n",
+                gravity_kernel_target().c_str(), kernel_alone);
+  for (double theta : options.thetas)
+    for (const auto& name : options.lets) {
+      Row row = run_configuration(comm, options, let_mode_from_string(name), theta);
+      if (comm.rank() == 0) {
+        std::printf("\n%s theta %.2f, %d thread(s) per rank: step %.1f ms, %.0f interactions/particle, "
+                    "kernel %.3g and step %.3g interactions/s/core, LET to %zu ranks (%zu items, max rank)",
+                    row.let.c_str(), row.theta, row.threads, 1e3 * row.step_s, row.interactions_per_particle,
+                    row.kernel_rate, row.step_rate, row.let_messages, row.let_items);
+        if (row.error_median >= 0)
+          std::printf(", force error median %.3g p99 %.3g", row.error_median, row.error_p99);
+        std::printf("\nbuild tree (slowest rank): keys %.2f ms, sort %.2f ms, link %.2f ms, moments %.2f ms",
+                    1e3 * row.build_parts[0], 1e3 * row.build_parts[1], 1e3 * row.build_parts[2],
+                    1e3 * row.build_parts[3]);
+        std::printf("\n%-20s %10s %10s %10s\n", "phase (ms/step)", "min", "avg", "max");
+        for (const auto& phase : row.phases)
+          std::printf("%-20s %10.2f %10.2f %10.2f\n", phase.name.c_str(), 1e3 * phase.min, 1e3 * phase.avg,
+                      1e3 * phase.max);
+        std::fflush(stdout);
+      }
+      rows.push_back(std::move(row));
+    }
+  if (comm.rank() == 0 && !options.json.empty()) {
+    std::string text = fmt::format(
+        "{{\"benchmark\": \"tree\", \"ranks\": {}, \"particles\": {}, \"distribution\": \"{}\", \"leaf_limit\": {}, "
+        "\"group_limit\": {}, \"quadrupole\": {}, \"reuse\": {}, \"steps\": {}, \"kernel\": \"{}\", "
+        "\"kernel_alone_interactions_per_s_per_core\": {:.6g}, \"rows\": [\n",
+        comm.size(), options.particles, options.distribution, options.leaf_limit, options.group_limit,
+        options.quadrupole, options.reuse, options.steps, gravity_kernel_target(), kernel_alone);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::string phases;
+      for (std::size_t k = 0; k < r.phases.size(); ++k)
+        phases += fmt::format("{}{{\"name\": \"{}\", \"min_s\": {:.9g}, \"avg_s\": {:.9g}, \"max_s\": {:.9g}}}",
+                              k ? ", " : "", r.phases[k].name, r.phases[k].min, r.phases[k].avg, r.phases[k].max);
+      text += fmt::format(
+          "  {{\"let\": \"{}\", \"theta\": {}, \"threads\": {}, \"step_s\": {:.9g}, \"interactions_per_particle\": "
+          "{:.6g}, \"kernel_interactions_per_s_per_core\": {:.6g}, \"step_interactions_per_s_per_core\": {:.6g}, "
+          "\"let_messages\": {}, \"let_items\": {}, \"error_median\": {:.6g}, \"error_p99\": {:.6g}, "
+          "\"build_keys_s\": {:.6g}, \"build_sort_s\": {:.6g}, \"build_link_s\": {:.6g}, \"build_moments_s\": {:.6g}, "
+          "\"phases\": [{}]}}{}\n",
+          r.let, r.theta, r.threads, r.step_s, r.interactions_per_particle, r.kernel_rate, r.step_rate,
+          r.let_messages, r.let_items, r.error_median, r.error_p99, r.build_parts[0], r.build_parts[1],
+          r.build_parts[2], r.build_parts[3], phases, i + 1 < rows.size() ? "," : "");
+    }
+    text += "]}\n";
+    write_file(options.json, text, "domex-bench tree");
+  }
+}
+
+const Registration registration{[](CLI::App& app) {
+  auto options = std::make_shared<TreeBenchOptions>();
+  auto* command = app.add_subcommand("tree", "tree-code gravity with LET exchange: phases, interaction rates, error");
+  command->add_option("--particles", options->particles, "particles in total")->capture_default_str();
+  command->add_option("--distribution", options->distribution, "uniform, plummer or ring")->capture_default_str();
+  command->add_option("--thetas", options->thetas, "opening angles")->capture_default_str();
+  command->add_option("--leaf-limit", options->leaf_limit, "items per leaf")->capture_default_str();
+  command->add_option("--group-limit", options->group_limit, "targets per interaction list")->capture_default_str();
+  command->add_flag("--quadrupole", options->quadrupole, "quadrupole moments");
+  command->add_option("--lets", options->lets, "LET modes: alltoallv p2p_exact p2p_fast sparse")
+      ->capture_default_str();
+  command->add_option("--reuse", options->reuse, "build the interaction lists every this many steps")
+      ->capture_default_str();
+  command->add_option("--steps", options->steps, "timed steps per configuration (after one untimed)")
+      ->capture_default_str();
+  command->add_option("--rebalance-every", options->rebalance_every,
+                      "decompose and migrate every this many steps (always on list-building steps)")
+      ->capture_default_str();
+  command->add_option("--threads", options->threads, "OpenMP threads per rank (0: cores / ranks on the node)")
+      ->capture_default_str();
+  command->add_option("--softening", options->softening, "Plummer softening length")->capture_default_str();
+  command->add_flag("--fp64-accumulation", options->fp64_accumulation, "fp64 sums of fp32 partial sums");
+  command->add_option("--error-samples", options->error_samples, "particles checked against a direct sum (0: none)")
+      ->capture_default_str();
+  command->add_option("--json", options->json, "write the rows as JSON to this file");
+  command->callback([options] { run_tree(*options); });
+}};
+
+}  // namespace
+}  // namespace domex::bench

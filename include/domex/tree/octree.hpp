@@ -1,0 +1,74 @@
+#pragma once
+// Octree over Morton-sorted items: cells are index ranges of the sorted array
+// (no pointers), children of a cell are consecutive cells.
+
+#include <domex/decompose/box.hpp>
+#include <domex/tree/morton.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace domex {
+
+/// Second moment about the centre of mass, S_ab = sum m d_a d_b, stored as
+/// xx, yy, zz, xy, xz, yz. Kept with its trace (not as the traceless Q =
+/// 3 S - tr(S) I) because the softened expansion needs the trace term:
+/// with Plummer softening it is of the same order as the quadrupole.
+using Quadrupole = std::array<double, 6>;
+
+/// Multipole moments of a cell, or of a pseudo-particle standing for one.
+struct Moments {
+  double mass = 0;
+  Point centre{0, 0, 0};  ///< centre of mass (the cell's centre when massless)
+  Quadrupole quadrupole{0, 0, 0, 0, 0, 0};
+};
+
+struct TreeCell {
+  std::uint32_t begin = 0;        ///< first item of the sorted array in the cell
+  std::uint32_t end = 0;          ///< one past the last item
+  std::uint32_t first_child = 0;  ///< children are cells [first_child, first_child + child_count)
+  std::uint8_t child_count = 0;   ///< 0: a leaf
+  std::uint8_t level = 0;         ///< 0: the root box
+  MortonKey key = 0;              ///< first key of the Morton cell
+  double size = 0;                ///< longest edge of the Morton cell (the opening test's length)
+  Box box;                        ///< the Morton cell
+  Moments moments;
+  /// Opening length: the cell's edge, or the largest distance from the
+  /// centre of mass to a corner of the cell if longer (Barnes's b_max guard
+  /// against a centre of mass near the cell's face); set with the moments.
+  double opening = 0;
+  [[nodiscard]] std::uint32_t count() const noexcept { return end - begin; }
+  [[nodiscard]] bool leaf() const noexcept { return child_count == 0; }
+};
+
+/// The octree of items sorted by Morton key: a cell is split while it holds
+/// more than `leaf_limit` items (and is above level 21). Cells are stored
+/// breadth first, so every child comes after its parent and a reverse sweep
+/// computes moments bottom up.
+class Octree {
+ public:
+  /// Links the cells over `sorted_keys` (ascending). O(cells log n).
+  void build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit);
+  /// Moments of every cell from the items in key order: positions, masses and,
+  /// when not empty, a quadrupole per item (pseudo-particles of a LET).
+  /// Quadrupoles are summed only if `quadrupole` is set. Deterministic: a
+  /// cell's moments depend only on its items and their order.
+  void compute_moments(std::span<const Point> positions, std::span<const double> masses,
+                       std::span<const Quadrupole> item_quadrupoles, bool quadrupole);
+  /// Cells with at most `group_limit` items whose parent has more (or leaves
+  /// with more, when group_limit < leaf_limit), in Morton order; empty cells
+  /// are left out.
+  [[nodiscard]] std::vector<std::uint32_t> groups(std::size_t group_limit) const;
+
+  [[nodiscard]] const std::vector<TreeCell>& cells() const noexcept { return cells_; }
+  [[nodiscard]] const TreeCell& root() const noexcept { return cells_.front(); }
+  [[nodiscard]] const Box& root_box() const noexcept { return root_; }
+
+ private:
+  Box root_;
+  std::vector<TreeCell> cells_;
+};
+
+}  // namespace domex

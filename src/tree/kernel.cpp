@@ -1,0 +1,175 @@
+// Gravity kernel: Highway per-target code (compiled once per instruction set
+// by foreach_target.h) and the dynamic dispatch to the best one at run time.
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/tree/kernel.cpp"
+#include <hwy/foreach_target.h>  // re-includes this file once per target
+#include <hwy/highway.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+HWY_BEFORE_NAMESPACE();
+namespace domex::kernel_detail {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Targets in blocks of two vectors: each broadcast source is used twice,
+// which halves the loads per interaction. Softened: r^2 >= eps2 > 0, so the
+// mask for a zero distance is not needed (same results, fewer instructions).
+template <bool Softened>
+void GravityBlocks(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
+             float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t target_count,
+             const float* HWY_RESTRICT sx, const float* HWY_RESTRICT sy, const float* HWY_RESTRICT sz,
+             const float* HWY_RESTRICT sm, std::size_t source_count, float eps2) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto softening = hn::Set(d, eps2);
+  const auto half = hn::Set(d, 0.5f);
+  const auto three_halves = hn::Set(d, 1.5f);
+  const auto zero = hn::Zero(d);
+  // r^-1 from the estimate y: y (3/2 - r^2/2 y^2), zero where r^2 = 0.
+  auto inverse_distance = [&](auto r2) HWY_ATTR {
+    auto y = hn::ApproximateReciprocalSqrt(r2);
+    y = hn::Mul(y, hn::NegMulAdd(hn::Mul(hn::Mul(half, r2), y), y, three_halves));
+    if constexpr (Softened) {
+      return y;
+    } else {
+      return hn::IfThenElseZero(hn::Gt(r2, zero), y);
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 2 * lanes <= target_count; i += 2 * lanes) {
+    const auto x0 = hn::LoadU(d, tx + i), y0 = hn::LoadU(d, ty + i), z0 = hn::LoadU(d, tz + i);
+    const auto x1 = hn::LoadU(d, tx + i + lanes), y1 = hn::LoadU(d, ty + i + lanes), z1 = hn::LoadU(d, tz + i + lanes);
+    auto ax0 = hn::LoadU(d, ax + i), ay0 = hn::LoadU(d, ay + i), az0 = hn::LoadU(d, az + i);
+    auto ax1 = hn::LoadU(d, ax + i + lanes), ay1 = hn::LoadU(d, ay + i + lanes), az1 = hn::LoadU(d, az + i + lanes);
+    for (std::size_t j = 0; j < source_count; ++j) {
+      const auto xj = hn::Set(d, sx[j]), yj = hn::Set(d, sy[j]), zj = hn::Set(d, sz[j]), mj = hn::Set(d, sm[j]);
+      const auto dx0 = hn::Sub(xj, x0), dy0 = hn::Sub(yj, y0), dz0 = hn::Sub(zj, z0);
+      const auto dx1 = hn::Sub(xj, x1), dy1 = hn::Sub(yj, y1), dz1 = hn::Sub(zj, z1);
+      const auto r20 = hn::MulAdd(dz0, dz0, hn::MulAdd(dy0, dy0, hn::MulAdd(dx0, dx0, softening)));
+      const auto r21 = hn::MulAdd(dz1, dz1, hn::MulAdd(dy1, dy1, hn::MulAdd(dx1, dx1, softening)));
+      const auto q0 = inverse_distance(r20), q1 = inverse_distance(r21);
+      const auto f0 = hn::Mul(hn::Mul(mj, q0), hn::Mul(q0, q0));
+      const auto f1 = hn::Mul(hn::Mul(mj, q1), hn::Mul(q1, q1));
+      ax0 = hn::MulAdd(f0, dx0, ax0);
+      ay0 = hn::MulAdd(f0, dy0, ay0);
+      az0 = hn::MulAdd(f0, dz0, az0);
+      ax1 = hn::MulAdd(f1, dx1, ax1);
+      ay1 = hn::MulAdd(f1, dy1, ay1);
+      az1 = hn::MulAdd(f1, dz1, az1);
+    }
+    hn::StoreU(ax0, d, ax + i), hn::StoreU(ay0, d, ay + i), hn::StoreU(az0, d, az + i);
+    hn::StoreU(ax1, d, ax + i + lanes), hn::StoreU(ay1, d, ay + i + lanes), hn::StoreU(az1, d, az + i + lanes);
+  }
+  for (; i + lanes <= target_count; i += lanes) {
+    const auto x0 = hn::LoadU(d, tx + i), y0 = hn::LoadU(d, ty + i), z0 = hn::LoadU(d, tz + i);
+    auto ax0 = hn::LoadU(d, ax + i), ay0 = hn::LoadU(d, ay + i), az0 = hn::LoadU(d, az + i);
+    for (std::size_t j = 0; j < source_count; ++j) {
+      const auto xj = hn::Set(d, sx[j]), yj = hn::Set(d, sy[j]), zj = hn::Set(d, sz[j]), mj = hn::Set(d, sm[j]);
+      const auto dx0 = hn::Sub(xj, x0), dy0 = hn::Sub(yj, y0), dz0 = hn::Sub(zj, z0);
+      const auto r20 = hn::MulAdd(dz0, dz0, hn::MulAdd(dy0, dy0, hn::MulAdd(dx0, dx0, softening)));
+      const auto q0 = inverse_distance(r20);
+      const auto f0 = hn::Mul(hn::Mul(mj, q0), hn::Mul(q0, q0));
+      ax0 = hn::MulAdd(f0, dx0, ax0);
+      ay0 = hn::MulAdd(f0, dy0, ay0);
+      az0 = hn::MulAdd(f0, dz0, az0);
+    }
+    hn::StoreU(ax0, d, ax + i), hn::StoreU(ay0, d, ay + i), hn::StoreU(az0, d, az + i);
+  }
+  // Targets past the last full vector (only when the padding is narrower
+  // than this target's vectors): exact scalar arithmetic.
+  for (; i < target_count; ++i)
+    for (std::size_t j = 0; j < source_count; ++j) {
+      const float dx = sx[j] - tx[i], dy = sy[j] - ty[i], dz = sz[j] - tz[i];
+      const float r2 = dx * dx + dy * dy + dz * dz + eps2;
+      if (!(r2 > 0)) continue;
+      const float q = 1.0f / std::sqrt(r2);
+      const float f = sm[j] * q * q * q;
+      ax[i] += f * dx, ay[i] += f * dy, az[i] += f * dz;
+    }
+}
+
+void Gravity(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
+             float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t target_count,
+             const float* HWY_RESTRICT sx, const float* HWY_RESTRICT sy, const float* HWY_RESTRICT sz,
+             const float* HWY_RESTRICT sm, std::size_t source_count, float eps2) {
+  if (eps2 > 0)
+    GravityBlocks<true>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
+  else
+    GravityBlocks<false>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
+}
+
+void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double origin, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto o = hn::Set(dd, origin);
+  std::size_t i = 0;
+  for (; i + lanes <= count; i += lanes) hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::LoadU(dd, values + i), o)), df, out + i);
+  for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
+}
+
+std::int64_t Target() { return HWY_TARGET; }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace domex::kernel_detail
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <domex/comm/error.hpp>
+#include <domex/tree/kernel.hpp>
+
+namespace domex {
+namespace kernel_detail {
+HWY_EXPORT(Gravity);
+HWY_EXPORT(Target);
+HWY_EXPORT(RelativeFp32);
+}  // namespace kernel_detail
+
+void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2) {
+  const std::size_t n = targets.x.size(), m = sources.x.size();
+  if (targets.y.size() != n || targets.z.size() != n || targets.ax.size() != n || targets.ay.size() != n ||
+      targets.az.size() != n || sources.y.size() != m || sources.z.size() != m || sources.mass.size() != m)
+    fail("gravity_kernel", "spans of one side differ in length");
+  HWY_DYNAMIC_DISPATCH(kernel_detail::Gravity)
+  (targets.x.data(), targets.y.data(), targets.z.data(), targets.ax.data(), targets.ay.data(), targets.az.data(), n,
+   sources.x.data(), sources.y.data(), sources.z.data(), sources.mass.data(), m, eps2);
+}
+
+void relative_fp32(std::span<const double> values, double origin, std::span<float> out) {
+  if (out.size() != values.size()) fail("relative_fp32", "values and out differ in length");
+  HWY_DYNAMIC_DISPATCH(kernel_detail::RelativeFp32)(values.data(), values.size(), origin, out.data());
+}
+
+std::string gravity_kernel_target() {
+  return hwy::TargetName(static_cast<std::uint32_t>(HWY_DYNAMIC_DISPATCH(kernel_detail::Target)()));
+}
+
+void quadrupole_kernel(std::span<const Point> targets, std::span<Point> accelerations, std::span<const Moments> cells,
+                       double eps2) {
+  for (const Moments& cell : cells) {
+    const Quadrupole& q = cell.quadrupole;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      const double dx = targets[i][0] - cell.centre[0], dy = targets[i][1] - cell.centre[1],
+                   dz = targets[i][2] - cell.centre[2];
+      const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+      if (!(r2 > 0)) continue;
+      const double inv_s = 1.0 / std::sqrt(r2), inv_s2 = inv_s * inv_s;
+      const double inv_s5 = inv_s2 * inv_s2 * inv_s;
+      const double sx = q[0] * dx + q[3] * dy + q[4] * dz;
+      const double sy = q[3] * dx + q[1] * dy + q[5] * dz;
+      const double sz = q[4] * dx + q[5] * dy + q[2] * dz;
+      const double dsd = dx * sx + dy * sy + dz * sz;
+      const double radial = (1.5 * (q[0] + q[1] + q[2]) - 7.5 * dsd * inv_s2) * inv_s5;
+      accelerations[i][0] += 3 * sx * inv_s5 + radial * dx;
+      accelerations[i][1] += 3 * sy * inv_s5 + radial * dy;
+      accelerations[i][2] += 3 * sz * inv_s5 + radial * dz;
+    }
+  }
+}
+
+}  // namespace domex
+#endif  // HWY_ONCE

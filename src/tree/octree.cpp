@@ -1,0 +1,147 @@
+// Octree linking and moments.
+
+#include <domex/comm/error.hpp>
+#include <domex/tree/octree.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace domex {
+
+void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit) {
+  if (leaf_limit < 1) fail("Octree::build", "leaf_limit " + std::to_string(leaf_limit) + " < 1");
+  if (sorted_keys.size() > std::numeric_limits<std::uint32_t>::max())
+    fail("Octree::build", std::to_string(sorted_keys.size()) + " items, more than 2^32 - 1");
+  root_ = root;
+  cells_.clear();
+  cells_.reserve(sorted_keys.size() / 4 + 16);
+  TreeCell top;
+  top.end = static_cast<std::uint32_t>(sorted_keys.size());
+  top.box = root;
+  top.size = std::max({root.extent(0), root.extent(1), root.extent(2)});
+  cells_.push_back(top);
+  const auto limit = static_cast<std::uint32_t>(leaf_limit);
+  const MortonKey* keys = sorted_keys.data();
+  // Breadth first: cells_[c] is final once reached; its children are appended.
+  for (std::size_t c = 0; c < cells_.size(); ++c) {
+    const TreeCell cell = cells_[c];
+    if (cell.count() <= limit || cell.level >= morton_levels) continue;
+    const int child_level = cell.level + 1;
+    const int shift = 3 * (morton_levels - child_level);
+    const auto first_child = static_cast<std::uint32_t>(cells_.size());
+    std::uint32_t begin = cell.begin;
+    std::uint8_t children = 0;
+    for (MortonKey octant = 0; octant < 8; ++octant) {
+      const MortonKey next = cell.key + ((octant + 1) << shift);  // first key past this octant
+      const std::uint32_t end =
+          octant == 7 ? cell.end
+                      : static_cast<std::uint32_t>(std::lower_bound(keys + begin, keys + cell.end, next) - keys);
+      if (end > begin) {
+        TreeCell child;
+        child.begin = begin;
+        child.end = end;
+        child.level = static_cast<std::uint8_t>(child_level);
+        child.key = cell.key + (octant << shift);
+        child.box = morton_cell_box(child.key, child_level, root);
+        child.size = cell.size * 0.5;
+        cells_.push_back(child);
+        ++children;
+      }
+      begin = end;
+    }
+    cells_[c].first_child = first_child;
+    cells_[c].child_count = children;
+  }
+}
+
+namespace {
+
+/// Adds m d d^T for an offset d to a second moment (the parallel-axis shift).
+void add_point_quadrupole(Quadrupole& q, double m, const Point& d) {
+  q[0] += m * d[0] * d[0];
+  q[1] += m * d[1] * d[1];
+  q[2] += m * d[2] * d[2];
+  q[3] += m * d[0] * d[1];
+  q[4] += m * d[0] * d[2];
+  q[5] += m * d[1] * d[2];
+}
+
+Point centre_of(const Box& box) {
+  return {0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
+}
+
+}  // namespace
+
+void Octree::compute_moments(std::span<const Point> positions, std::span<const double> masses,
+                             std::span<const Quadrupole> item_quadrupoles, bool quadrupole) {
+  for (std::size_t c = cells_.size(); c-- > 0;) {
+    TreeCell& cell = cells_[c];
+    Moments m;
+    if (cell.leaf()) {
+      Point weighted{0, 0, 0};
+      for (std::uint32_t i = cell.begin; i < cell.end; ++i) {
+        m.mass += masses[i];
+        for (int a = 0; a < 3; ++a) weighted[a] += masses[i] * positions[i][a];
+      }
+      m.centre = centre_of(cell.box);
+      if (m.mass > 0)
+        for (int a = 0; a < 3; ++a) m.centre[a] = weighted[a] / m.mass;
+      if (quadrupole)
+        for (std::uint32_t i = cell.begin; i < cell.end; ++i) {
+          if (!item_quadrupoles.empty())
+            for (int k = 0; k < 6; ++k) m.quadrupole[k] += item_quadrupoles[i][k];
+          add_point_quadrupole(m.quadrupole, masses[i],
+                               {positions[i][0] - m.centre[0], positions[i][1] - m.centre[1],
+                                positions[i][2] - m.centre[2]});
+        }
+    } else {
+      Point weighted{0, 0, 0};
+      for (std::uint32_t k = 0; k < cell.child_count; ++k) {
+        const Moments& child = cells_[cell.first_child + k].moments;
+        m.mass += child.mass;
+        for (int a = 0; a < 3; ++a) weighted[a] += child.mass * child.centre[a];
+      }
+      m.centre = centre_of(cell.box);
+      if (m.mass > 0)
+        for (int a = 0; a < 3; ++a) m.centre[a] = weighted[a] / m.mass;
+      if (quadrupole)
+        for (std::uint32_t k = 0; k < cell.child_count; ++k) {
+          const Moments& child = cells_[cell.first_child + k].moments;
+          for (int q = 0; q < 6; ++q) m.quadrupole[q] += child.quadrupole[q];
+          add_point_quadrupole(m.quadrupole, child.mass,
+                               {child.centre[0] - m.centre[0], child.centre[1] - m.centre[1],
+                                child.centre[2] - m.centre[2]});
+        }
+    }
+    cell.moments = m;
+    double b2 = 0;
+    for (int a = 0; a < 3; ++a) {
+      const double far = std::max(m.centre[a] - cell.box.lo[a], cell.box.hi[a] - m.centre[a]);
+      b2 += far * far;
+    }
+    cell.opening = std::max(cell.size, std::sqrt(b2));
+  }
+}
+
+std::vector<std::uint32_t> Octree::groups(std::size_t group_limit) const {
+  std::vector<std::uint32_t> result;
+  if (cells_.empty()) return result;
+  std::vector<std::uint32_t> stack{0};
+  while (!stack.empty()) {
+    const std::uint32_t c = stack.back();
+    stack.pop_back();
+    const TreeCell& cell = cells_[c];
+    if (cell.count() == 0) continue;
+    if (cell.count() <= group_limit || cell.leaf()) {
+      result.push_back(c);
+      continue;
+    }
+    // Push in reverse so that children pop in Morton order.
+    for (std::uint32_t k = cell.child_count; k-- > 0;) stack.push_back(cell.first_child + k);
+  }
+  return result;
+}
+
+}  // namespace domex

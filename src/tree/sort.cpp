@@ -1,0 +1,76 @@
+// Parallel sample sort of (key, index) pairs over OpenMP threads.
+
+#include <domex/tree/sort.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace domex {
+
+void sort_by_key(std::span<KeyIndex> items, int threads) {
+  const std::size_t n = items.size();
+  // Below a few thousand items per thread the fork and the scatter cost more
+  // than they save.
+  if (threads <= 1 || n < 4096 * static_cast<std::size_t>(threads)) {
+    std::sort(items.begin(), items.end());
+    return;
+  }
+  const auto buckets = static_cast<std::size_t>(threads);
+  // Splitters: an oversampled, sorted sample at pseudo-random positions (a
+  // fixed multiplicative hash), so sorted or periodic inputs do not skew them.
+  constexpr std::size_t oversampling = 64;
+  std::vector<KeyIndex> sample(buckets * oversampling);
+  for (std::size_t s = 0; s < sample.size(); ++s)
+    sample[s] = items[static_cast<std::size_t>((s * 0x9E3779B97F4A7C15ull + 12345) % n)];
+  std::sort(sample.begin(), sample.end());
+  std::vector<KeyIndex> splitters(buckets - 1);
+  for (std::size_t b = 1; b < buckets; ++b) splitters[b - 1] = sample[b * oversampling];
+
+  // counts[t * buckets + b]: items of thread t's chunk that fall in bucket b.
+  std::vector<std::size_t> counts(buckets * buckets, 0), starts(buckets * buckets, 0), bucket_begin(buckets + 1, 0);
+  std::vector<std::uint32_t> bucket_of(n);
+  std::vector<KeyIndex> scattered(n);
+  // Written with omp for over chunks and buckets, so the result is right
+  // whatever number of threads the runtime actually grants.
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (std::size_t t = 0; t < buckets; ++t) {
+      const std::size_t begin = n * t / buckets, end = n * (t + 1) / buckets;
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto b = static_cast<std::uint32_t>(std::upper_bound(splitters.begin(), splitters.end(), items[i]) -
+                                                  splitters.begin());
+        bucket_of[i] = b;
+        ++counts[t * buckets + b];
+      }
+    }
+#pragma omp single
+    {
+      // Bucket-major offsets: bucket b holds chunk 0's items, then chunk 1's...
+      std::size_t offset = 0;
+      for (std::size_t b = 0; b < buckets; ++b) {
+        bucket_begin[b] = offset;
+        for (std::size_t u = 0; u < buckets; ++u) {
+          starts[u * buckets + b] = offset;
+          offset += counts[u * buckets + b];
+        }
+      }
+      bucket_begin[buckets] = offset;
+    }
+#pragma omp for schedule(static)
+    for (std::size_t t = 0; t < buckets; ++t) {
+      const std::size_t begin = n * t / buckets, end = n * (t + 1) / buckets;
+      for (std::size_t i = begin; i < end; ++i) scattered[starts[t * buckets + bucket_of[i]]++] = items[i];
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const auto first = scattered.begin() + static_cast<std::ptrdiff_t>(bucket_begin[b]);
+      const auto last = scattered.begin() + static_cast<std::ptrdiff_t>(bucket_begin[b + 1]);
+      std::sort(first, last);
+      std::copy(first, last, items.begin() + static_cast<std::ptrdiff_t>(bucket_begin[b]));
+    }
+  }
+}
+
+}  // namespace domex

@@ -1,0 +1,818 @@
+// TreeForce: local tree -> LET -> exchange -> global tree -> group walk -> kernel.
+
+#include <domex/exchange/exchange.hpp>
+#include <domex/tree/morton.hpp>
+#include <domex/tree/sort.hpp>
+#include <domex/tree/tree.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace domex {
+
+std::string_view to_string(LetMode mode) noexcept {
+  switch (mode) {
+    case LetMode::alltoallv: return "alltoallv";
+    case LetMode::p2p_exact: return "p2p_exact";
+    case LetMode::p2p_fast: return "p2p_fast";
+    case LetMode::sparse: return "sparse";
+  }
+  return "?";
+}
+
+LetMode let_mode_from_string(std::string_view name) {
+  for (LetMode mode : {LetMode::alltoallv, LetMode::p2p_exact, LetMode::p2p_fast, LetMode::sparse})
+    if (to_string(mode) == name) return mode;
+  fail("let_mode_from_string", "unknown LET mode '" + std::string(name) +
+                                   "' (valid: alltoallv, p2p_exact, p2p_fast, sparse)");
+}
+
+namespace {
+
+/// One LET entry: a particle (quadrupole zero) or a pseudo-particle standing
+/// for a cell, with the Morton key of its position.
+struct LetItem {
+  Moments moments;
+  MortonKey key;
+  std::uint64_t pseudo;
+};
+
+/// What every rank learns of every other rank each call (one allgather).
+struct RankSummary {
+  Box bounds;  ///< tight box of its particles; lo > hi when it has none
+  Moments root;
+  std::uint64_t count;
+};
+
+/// Where a source of the global tree came from, so that a call that re-uses
+/// the lists can refresh its values.
+struct SourceOrigin {
+  enum Kind : std::uint32_t { local, received, stand_in };
+  Kind kind;
+  std::uint32_t index;  ///< sorted local index, received item, or rank
+};
+
+/// An item of a LET to build again on a re-use call: a local cell (moments) or
+/// a local particle (sorted index).
+struct LetRef {
+  std::uint32_t index;
+  std::uint32_t is_cell;
+};
+
+double distance2(const Box& box, const Point& p) noexcept {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double d = std::max({box.lo[a] - p[a], p[a] - box.hi[a], 0.0});
+    d2 += d * d;
+  }
+  return d2;
+}
+
+bool overlaps(const Box& a, const Box& b) noexcept {
+  for (int k = 0; k < 3; ++k)
+    if (a.hi[k] < b.lo[k] || b.hi[k] < a.lo[k]) return false;
+  return true;
+}
+
+/// A rank's opening length, as for a cell: the longest edge of its particles'
+/// box, or the farthest corner from its centre of mass if farther.
+double opening_length(const Box& box, const Point& centre) noexcept {
+  double b2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double far = std::max({centre[a] - box.lo[a], box.hi[a] - centre[a], 0.0});
+    b2 += far * far;
+  }
+  return std::max({box.hi[0] - box.lo[0], box.hi[1] - box.lo[1], box.hi[2] - box.lo[2], std::sqrt(b2)});
+}
+
+/// The opening test: a source is used whole if the distance from the target
+/// box to its centre of mass exceeds size / theta (FDPS's test, with size the
+/// cell's edge or its b_max if longer); a source whose box overlaps the
+/// targets is always opened, so no particle sees itself inside a cell.
+bool well_separated(const Box& targets, const Box& source_box, const Point& centre, double size,
+                    double theta2) noexcept {
+  return !overlaps(targets, source_box) && distance2(targets, centre) * theta2 > size * size;
+}
+
+Box empty_box() noexcept {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  return {{inf, inf, inf}, {-inf, -inf, -inf}};
+}
+
+void extend(Box& box, const Point& p) noexcept {
+  for (int a = 0; a < 3; ++a) {
+    box.lo[a] = std::min(box.lo[a], p[a]);
+    box.hi[a] = std::max(box.hi[a], p[a]);
+  }
+}
+
+/// The smallest Morton cell containing `bounds`.
+Box enclosing_cell(const Box& bounds, const Box& root) noexcept {
+  const MortonKey a = morton_key_unchecked(bounds.lo, root), b = morton_key_unchecked(bounds.hi, root);
+  int level = 0;
+  while (level < morton_levels && morton_cell_of(a, level + 1) == morton_cell_of(b, level + 1)) ++level;
+  return morton_cell_box(morton_cell_of(a, level), level, root);
+}
+
+int automatic_threads(const Comm& comm) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), "MPI_Comm_split_type");
+  int ranks_on_node = 1;
+  MPI_Comm_size(node, &ranks_on_node);
+  MPI_Comm_free(&node);
+  // omp_get_num_procs() honours this process's affinity mask, so a rank bound
+  // to one core gets one thread.
+  return std::max(1, omp_get_num_procs() / std::max(1, ranks_on_node));
+}
+
+/// Per-thread buffers of the walk and the kernel, reused across groups.
+struct ThreadBuffers {
+  std::vector<std::uint32_t> stack, spj;
+  // Particle list as ranges of sources, flattened: begin0, end0, begin1, ...
+  // (leaves are contiguous in the sorted sources, so a range per run of
+  // leaves: a short walk output and a contiguous gather).
+  std::vector<std::uint32_t> epj;
+  std::size_t epj_count = 0;
+  std::vector<float> tx, ty, tz, ax, ay, az, sx, sy, sz, sm;
+  std::vector<Moments> spj_moments;
+  std::vector<Epj> user_epj;
+  std::vector<Point> acc;
+  double walk_s = 0, kernel_s = 0;
+  std::size_t epj_interactions = 0, spj_interactions = 0;
+};
+
+/// The part of a global-tree cell that the walk and the monopole kernel
+/// read, packed into 80 bytes (a TreeCell spans three cache lines). The box
+/// is rounded outwards to fp32 and the opening length upwards, so the packed
+/// test opens at least the cells the exact one opens.
+struct WalkNode {
+  Point centre;
+  double mass;
+  std::array<float, 3> lo, hi;
+  float opening;
+  std::uint32_t begin, end, first_child;
+  std::uint16_t child_count;
+  std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
+};
+
+float round_down(double v) noexcept {
+  const auto f = static_cast<float>(v);
+  return static_cast<double>(f) <= v ? f : std::nextafter(f, -std::numeric_limits<float>::infinity());
+}
+float round_up(double v) noexcept {
+  const auto f = static_cast<float>(v);
+  return static_cast<double>(f) >= v ? f : std::nextafter(f, std::numeric_limits<float>::infinity());
+}
+
+constexpr std::uint32_t pseudo_flag = 0x80000000u;  // an SPJ entry that is a LET pseudo-particle, not a cell
+
+}  // namespace
+
+struct TreeForce::State {
+  State(Comm& c, const TreeOptions& o) : comm(c), options(o) {}
+  Comm& comm;
+  TreeOptions options;
+  int threads = 1;
+  TreeStats stats;
+  std::uint64_t calls = 0;
+
+  // Local particles in Morton order.
+  std::vector<KeyIndex> order;
+  std::vector<MortonKey> keys;
+  std::vector<Point> positions;
+  std::vector<double> masses;
+  std::vector<std::size_t> perm;  // sorted index -> caller's index
+  std::vector<Point> sorted_acc;
+  Octree local;
+  std::vector<std::uint32_t> groups;
+  std::vector<Box> group_boxes;
+  std::vector<RankSummary> summaries;
+
+  // LET sent: CSR by destination; refs to rebuild the items on re-use calls.
+  std::vector<int> send_ranks;
+  std::vector<std::size_t> send_offsets;
+  std::vector<LetRef> send_refs;
+  std::vector<LetItem> send_items;
+  // LET received, sources ascending.
+  std::vector<int> recv_ranks;
+  std::vector<std::size_t> recv_offsets;
+  std::vector<int> expected_sources;  // p2p: who sends to this rank, fixed when the lists are built
+  std::vector<LetItem> received;
+
+  // Sources of the global tree (local particles + LET), Morton order.
+  std::vector<SourceOrigin> source_origin;
+  std::vector<MortonKey> source_keys;
+  std::vector<Point> source_positions;
+  std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for the vectorised gather
+  std::vector<double> source_masses;
+  std::vector<Quadrupole> source_quadrupoles;
+  std::vector<std::uint8_t> source_pseudo;
+  Octree global;
+  bool global_is_local = false;  // nothing received: the local tree serves as the global one
+  [[nodiscard]] const Octree& source_tree() const { return global_is_local ? local : global; }
+  std::vector<WalkNode> walk_nodes;
+
+  // Interaction lists kept for re-use (reuse > 1), per group.
+  std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
+
+  std::vector<ThreadBuffers> buffers;
+
+  [[nodiscard]] double theta2() const { return options.theta * options.theta; }
+  [[nodiscard]] bool root_stands_in(int from, int to) const;
+  [[nodiscard]] bool sends_let(int from, int to) const;
+  void build_local_tree(std::span<const Point> x, std::span<const double> m, bool build);
+  void build_let(bool build);
+  void exchange_let(bool build);
+  void build_global_tree(bool build);
+  void walk(const Box& targets, ThreadBuffers& b) const;
+  void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user);
+  void forces(const UserKernel* user, bool build, Profile& profile);
+};
+
+bool TreeForce::State::root_stands_in(int from, int to) const {
+  const RankSummary &source = summaries[static_cast<std::size_t>(from)], &target = summaries[static_cast<std::size_t>(to)];
+  if (from == to || source.count == 0 || target.count == 0) return false;
+  return well_separated(target.bounds, source.bounds, source.root.centre, opening_length(source.bounds, source.root.centre), theta2());
+}
+
+bool TreeForce::State::sends_let(int from, int to) const {
+  const RankSummary &source = summaries[static_cast<std::size_t>(from)], &target = summaries[static_cast<std::size_t>(to)];
+  if (from == to || source.count == 0 || target.count == 0) return false;
+  switch (options.let) {
+    case LetMode::alltoallv: return true;
+    case LetMode::p2p_exact:
+      return !well_separated(enclosing_cell(target.bounds, options.root), source.bounds, source.root.centre,
+                             opening_length(source.bounds, source.root.centre), theta2());
+    case LetMode::p2p_fast:
+    case LetMode::sparse: return !root_stands_in(from, to);
+  }
+  return true;
+}
+
+void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<const double> m, bool build) {
+  const std::size_t n = x.size();
+  if (build) {
+    double start = MPI_Wtime();
+    order.resize(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::size_t i = 0; i < n; ++i) order[i] = {morton_key_unchecked(x[i], options.root), i};
+    stats.keys_s += MPI_Wtime() - start;
+    start = MPI_Wtime();
+    sort_by_key(order, threads);
+    stats.sort_s += MPI_Wtime() - start;
+    start = MPI_Wtime();
+    keys.resize(n);
+    perm.resize(n);
+    for (std::size_t k = 0; k < n; ++k) keys[k] = order[k].key, perm[k] = order[k].index;
+  }
+  double start = MPI_Wtime();
+  positions.resize(n);
+  masses.resize(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t k = 0; k < n; ++k) positions[k] = x[perm[k]], masses[k] = m[perm[k]];
+  if (build) {
+    local.build(keys, options.root, options.leaf_limit);
+    groups = local.groups(static_cast<std::size_t>(options.group_limit));
+    stats.link_s += MPI_Wtime() - start;
+    start = MPI_Wtime();
+  }
+  local.compute_moments(positions, masses, {}, options.quadrupole);
+  group_boxes.resize(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const TreeCell& cell = local.cells()[groups[g]];
+    Box box = empty_box();
+    for (std::uint32_t k = cell.begin; k < cell.end; ++k) extend(box, positions[k]);
+    group_boxes[g] = box;
+  }
+  stats.moments_s += MPI_Wtime() - start;
+}
+
+void TreeForce::State::build_let(bool build) {
+  RankSummary mine{empty_box(), local.root().moments, positions.size()};
+  for (const Point& p : positions) extend(mine.bounds, p);
+  summaries = comm.allgather(mine);
+  const int me = comm.rank();
+  if (build) {
+    send_ranks.clear();
+    send_offsets.assign(1, 0);
+    send_refs.clear();
+    std::vector<std::uint32_t> stack;
+    for (int to = 0; to < comm.size(); ++to) {
+      if (!sends_let(me, to)) continue;
+      send_ranks.push_back(to);
+      if (root_stands_in(me, to)) {
+        send_refs.push_back({0, 1});
+      } else {
+        // Walk the local tree against the receiver's particle box: any group
+        // of the receiver lies in that box, so a cell accepted here would be
+        // accepted by every one of its groups.
+        const Box& target = summaries[static_cast<std::size_t>(to)].bounds;
+        stack.assign(1, 0);
+        while (!stack.empty()) {
+          const std::uint32_t c = stack.back();
+          stack.pop_back();
+          const TreeCell& cell = local.cells()[c];
+          if (cell.count() == 0) continue;
+          if (well_separated(target, cell.box, cell.moments.centre, cell.opening, theta2())) {
+            send_refs.push_back({c, 1});
+          } else if (cell.leaf()) {
+            for (std::uint32_t k = cell.begin; k < cell.end; ++k) send_refs.push_back({k, 0});
+          } else {
+            for (std::uint32_t k = cell.child_count; k-- > 0;) stack.push_back(cell.first_child + k);
+          }
+        }
+      }
+      send_offsets.push_back(send_refs.size());
+    }
+  }
+  send_items.resize(send_refs.size());
+  for (std::size_t k = 0; k < send_refs.size(); ++k) {
+    const LetRef ref = send_refs[k];
+    LetItem item{};
+    if (ref.is_cell) {
+      item.moments = local.cells()[ref.index].moments;
+      item.pseudo = 1;
+    } else {
+      item.moments.mass = masses[ref.index];
+      item.moments.centre = positions[ref.index];
+    }
+    item.key = morton_key_unchecked(item.moments.centre, options.root);
+    send_items[k] = item;
+  }
+}
+
+void TreeForce::State::exchange_let(bool build) {
+  const int me = comm.rank(), size = comm.size();
+  const std::size_t old_total = received.size();
+  recv_ranks.clear();
+  recv_offsets.assign(1, 0);
+  received.clear();
+  stats.let_messages_sent = send_ranks.size() - static_cast<std::size_t>(std::count(send_ranks.begin(), send_ranks.end(), me));
+  stats.let_items_sent = send_items.size();
+  constexpr std::size_t item_bytes = sizeof(LetItem);
+  auto checked_int = [](std::size_t items, const char* what) {
+    if (items * item_bytes > static_cast<std::size_t>(INT_MAX))
+      fail("TreeForce::compute", std::string(what) + " of " + std::to_string(items * item_bytes) +
+                                     " bytes: more than INT_MAX in one LET exchange");
+    return static_cast<int>(items * item_bytes);
+  };
+  if (options.let == LetMode::alltoallv) {
+    std::vector<int> send_counts(static_cast<std::size_t>(size), 0), recv_counts(static_cast<std::size_t>(size), 0);
+    for (std::size_t m = 0; m < send_ranks.size(); ++m)
+      send_counts[static_cast<std::size_t>(send_ranks[m])] = checked_int(send_offsets[m + 1] - send_offsets[m], "a LET");
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm.get()), "MPI_Alltoall");
+    std::vector<int> send_displs(static_cast<std::size_t>(size), 0), recv_displs(static_cast<std::size_t>(size), 0);
+    std::size_t send_total = 0, recv_total = 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(size); ++r) {
+      send_displs[r] = checked_int(send_total / item_bytes, "the LETs sent");
+      recv_displs[r] = checked_int(recv_total / item_bytes, "the LETs received");
+      send_total += static_cast<std::size_t>(send_counts[r]);
+      recv_total += static_cast<std::size_t>(recv_counts[r]);
+    }
+    received.resize(recv_total / item_bytes);
+    check_mpi(MPI_Alltoallv(send_items.data(), send_counts.data(), send_displs.data(), MPI_BYTE, received.data(),
+                            recv_counts.data(), recv_displs.data(), MPI_BYTE, comm.get()),
+              "MPI_Alltoallv");
+    for (int r = 0; r < size; ++r)
+      if (recv_counts[static_cast<std::size_t>(r)] > 0) {
+        recv_ranks.push_back(r);
+        recv_offsets.push_back(recv_offsets.back() + static_cast<std::size_t>(recv_counts[static_cast<std::size_t>(r)]) / item_bytes);
+      }
+  } else if (options.let == LetMode::sparse) {
+    Outbox<LetItem> outbox(send_ranks, send_offsets, send_items);
+    Inbox<LetItem> inbox = exchange(comm, outbox, {.algorithm = options.sparse_algorithm});
+    for (auto [source, items] : inbox) {
+      recv_ranks.push_back(source);
+      received.insert(received.end(), items.begin(), items.end());
+      recv_offsets.push_back(received.size());
+    }
+  } else {
+    // Point to point: every rank computes who sends to it from the summaries,
+    // so receives are posted for known sources; sizes come from MPI_Mprobe.
+    const int tag = comm.next_tag();
+    std::vector<MPI_Request> requests(send_ranks.size(), MPI_REQUEST_NULL);
+    for (std::size_t m = 0; m < send_ranks.size(); ++m)
+      check_mpi(MPI_Isend(send_items.data() + send_offsets[m], checked_int(send_offsets[m + 1] - send_offsets[m], "a LET"),
+                          MPI_BYTE, send_ranks[m], tag, comm.get(), &requests[m]),
+                "MPI_Isend");
+    if (build) {
+      expected_sources.clear();
+      for (int r = 0; r < size; ++r)
+        if (sends_let(r, me)) expected_sources.push_back(r);
+    }
+    for (int r : expected_sources) {
+      MPI_Message message;
+      MPI_Status status;
+      check_mpi(MPI_Mprobe(r, tag, comm.get(), &message, &status), "MPI_Mprobe");
+      int bytes = 0;
+      check_mpi(MPI_Get_count(&status, MPI_BYTE, &bytes), "MPI_Get_count");
+      const std::size_t first = received.size();
+      received.resize(first + static_cast<std::size_t>(bytes) / item_bytes);
+      check_mpi(MPI_Mrecv(received.data() + first, bytes, MPI_BYTE, &message, MPI_STATUS_IGNORE), "MPI_Mrecv");
+      recv_ranks.push_back(r);
+      recv_offsets.push_back(received.size());
+    }
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+  stats.let_messages_received = recv_ranks.size();
+  stats.let_items_received = received.size();
+  if (!build && received.size() != old_total)
+    fail("TreeForce::compute", "a re-use call received " + std::to_string(received.size()) + " LET items, the build " +
+                                   std::to_string(old_total));
+}
+
+void TreeForce::State::build_global_tree(bool build) {
+  const int me = comm.rank();
+  if (build) {
+    // Remote sources in (key, rank, position in its LET) order: a total order
+    // that depends only on the LETs' content, not on how they travelled.
+    struct Entry {
+      MortonKey key;
+      std::uint32_t rank, seq;
+      SourceOrigin origin;
+    };
+    auto before = [](const Entry& a, const Entry& b) {
+      return a.key != b.key ? a.key < b.key : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
+    };
+    std::vector<Entry> remote;
+    remote.reserve(received.size() + summaries.size());
+    std::size_t message = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      if (message < recv_ranks.size() && recv_ranks[message] == r) {
+        for (std::size_t k = recv_offsets[message]; k < recv_offsets[message + 1]; ++k)
+          remote.push_back({received[k].key, static_cast<std::uint32_t>(r),
+                            static_cast<std::uint32_t>(k - recv_offsets[message]),
+                            {SourceOrigin::received, static_cast<std::uint32_t>(k)}});
+        ++message;
+      } else if (root_stands_in(r, me)) {
+        // The allgathered root moment stands in for a LET that was not sent.
+        remote.push_back({morton_key_unchecked(summaries[static_cast<std::size_t>(r)].root.centre, options.root),
+                          static_cast<std::uint32_t>(r), 0, {SourceOrigin::stand_in, static_cast<std::uint32_t>(r)}});
+      }
+    }
+    std::sort(remote.begin(), remote.end(), before);
+    const std::size_t n = keys.size(), total = n + remote.size();
+    source_origin.resize(total);
+    source_keys.resize(total);
+    std::size_t i = 0, j = 0;
+    for (std::size_t k = 0; k < total; ++k) {
+      const bool take_local =
+          j == remote.size() ||
+          (i < n && before({keys[i], static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(i), {}}, remote[j]));
+      if (take_local) {
+        source_keys[k] = keys[i];
+        source_origin[k] = {SourceOrigin::local, static_cast<std::uint32_t>(i++)};
+      } else {
+        source_keys[k] = remote[j].key;
+        source_origin[k] = remote[j++].origin;
+      }
+    }
+  }
+  const std::size_t total = source_origin.size();
+  source_positions.resize(total);
+  source_masses.resize(total);
+  source_pseudo.resize(total);
+  if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
+  source_x.resize(total);
+  source_y.resize(total);
+  source_z.resize(total);
+  for (std::size_t k = 0; k < total; ++k) {
+    const SourceOrigin origin = source_origin[k];
+    if (origin.kind == SourceOrigin::local) {
+      source_positions[k] = positions[origin.index];
+      source_masses[k] = masses[origin.index];
+      source_pseudo[k] = 0;
+      continue;
+    }
+    const Moments& m = origin.kind == SourceOrigin::received ? received[origin.index].moments
+                                                               : summaries[origin.index].root;
+    source_positions[k] = m.centre;
+    source_masses[k] = m.mass;
+    source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
+    if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+  }
+  for (std::size_t k = 0; k < total; ++k) {
+    source_x[k] = source_positions[k][0];
+    source_y[k] = source_positions[k][1];
+    source_z[k] = source_positions[k][2];
+  }
+  global_is_local = total == positions.size();
+  if (!global_is_local) {
+    // (Otherwise nothing came from other ranks: the local tree, with the
+    // moments just computed, is the global one: the same sums in the same order.)
+    if (build) global.build(source_keys, options.root, options.leaf_limit);
+    global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
+  }
+  const auto& cells = source_tree().cells();
+  walk_nodes.resize(cells.size());
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    const TreeCell& cell = cells[c];
+    WalkNode& node = walk_nodes[c];
+    node.centre = cell.moments.centre;
+    node.mass = cell.moments.mass;
+    for (int a = 0; a < 3; ++a) node.lo[a] = round_down(cell.box.lo[a]), node.hi[a] = round_up(cell.box.hi[a]);
+    node.opening = round_up(cell.opening);
+    node.begin = cell.begin;
+    node.end = cell.end;
+    node.first_child = cell.first_child;
+    node.child_count = cell.child_count;
+    node.has_pseudo = 0;
+    if (cell.leaf())
+      for (std::uint32_t k = cell.begin; k < cell.end; ++k) node.has_pseudo |= source_pseudo[k];
+  }
+}
+
+void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
+  b.epj.clear();
+  b.spj.clear();
+  b.epj_count = 0;
+  b.stack.assign(1, 0);
+  const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
+    b.epj_count += end - begin;
+    if (!b.epj.empty() && b.epj.back() == begin)
+      b.epj.back() = end;
+    else
+      b.epj.push_back(begin), b.epj.push_back(end);
+  };
+  const WalkNode* nodes = walk_nodes.data();
+  const double theta_2 = theta2();
+  while (!b.stack.empty()) {
+    const std::uint32_t c = b.stack.back();
+    b.stack.pop_back();
+    const WalkNode& node = nodes[c];
+    if (node.end == node.begin) continue;
+    bool overlap = true;
+    for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
+    const double opening = node.opening;
+    if (!overlap && distance2(targets, node.centre) * theta_2 > opening * opening) {
+      b.spj.push_back(c);
+    } else if (node.child_count == 0) {
+      if (!node.has_pseudo) {
+        add_range(node.begin, node.end);
+      } else {
+        for (std::uint32_t k = node.begin; k < node.end; ++k) {
+          if (source_pseudo[k])
+            b.spj.push_back(k | pseudo_flag);
+          else
+            add_range(k, k + 1);
+        }
+      }
+    } else {
+      for (std::uint32_t k = node.child_count; k-- > 0;) b.stack.push_back(node.first_child + k);
+    }
+  }
+}
+
+void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user) {
+  const TreeCell& cell = local.cells()[groups[group]];
+  const std::size_t begin = cell.begin, count = cell.count();
+  const auto spj_moments_of = [&](std::uint32_t entry) {
+    if (entry & pseudo_flag) {
+      const std::uint32_t k = entry & ~pseudo_flag;
+      return Moments{source_masses[k], source_positions[k],
+                     options.quadrupole ? source_quadrupoles[k] : Quadrupole{}};
+    }
+    return source_tree().cells()[entry].moments;
+  };
+  std::span<Point> acc(sorted_acc.data() + begin, count);
+  b.epj_interactions += count * b.epj_count;
+  b.spj_interactions += count * b.spj.size();
+  if (user) {
+    b.user_epj.clear();
+    for (std::size_t r = 0; r < b.epj.size(); r += 2)
+      for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k) b.user_epj.push_back({source_positions[k], source_masses[k]});
+    b.spj_moments.resize(b.spj.size());
+    for (std::size_t j = 0; j < b.spj.size(); ++j) b.spj_moments[j] = spj_moments_of(b.spj[j]);
+    for (Point& a : acc) a = {0, 0, 0};
+    (*user)({std::span<const Point>(positions.data() + begin, count), std::span<const double>(masses.data() + begin, count),
+             std::span<const std::size_t>(perm.data() + begin, count), acc},
+            b.user_epj, b.spj_moments);
+    return;
+  }
+  // fp32 relative to the centre of the group's box.
+  const Box& box = group_boxes[group];
+  const Point origin{0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
+  const std::size_t padded = (count + gravity_kernel_padding - 1) / gravity_kernel_padding * gravity_kernel_padding;
+  for (auto* v : {&b.tx, &b.ty, &b.tz, &b.ax, &b.ay, &b.az}) v->assign(padded, 0.0f);
+  for (std::size_t i = 0; i < count; ++i) {
+    const Point& p = positions[begin + i];
+    b.tx[i] = static_cast<float>(p[0] - origin[0]);
+    b.ty[i] = static_cast<float>(p[1] - origin[1]);
+    b.tz[i] = static_cast<float>(p[2] - origin[2]);
+  }
+  const std::size_t sources = b.epj_count + b.spj.size();
+  for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources);
+  auto put = [&](std::size_t j, const Point& p, double m) {
+    b.sx[j] = static_cast<float>(p[0] - origin[0]);
+    b.sy[j] = static_cast<float>(p[1] - origin[1]);
+    b.sz[j] = static_cast<float>(p[2] - origin[2]);
+    b.sm[j] = static_cast<float>(m);
+  };
+  std::size_t slot = 0;
+  for (std::size_t r = 0; r < b.epj.size(); r += 2) {
+    const std::size_t first = b.epj[r], length = b.epj[r + 1] - b.epj[r];
+    relative_fp32({source_x.data() + first, length}, origin[0], {b.sx.data() + slot, length});
+    relative_fp32({source_y.data() + first, length}, origin[1], {b.sy.data() + slot, length});
+    relative_fp32({source_z.data() + first, length}, origin[2], {b.sz.data() + slot, length});
+    relative_fp32({source_masses.data() + first, length}, 0.0, {b.sm.data() + slot, length});
+    slot += length;
+  }
+  if (options.quadrupole) b.spj_moments.resize(b.spj.size());
+  for (std::size_t j = 0; j < b.spj.size(); ++j) {
+    const std::uint32_t entry = b.spj[j];
+    if (entry & pseudo_flag)
+      put(b.epj_count + j, source_positions[entry & ~pseudo_flag], source_masses[entry & ~pseudo_flag]);
+    else
+      put(b.epj_count + j, walk_nodes[entry].centre, walk_nodes[entry].mass);
+    if (options.quadrupole) b.spj_moments[j] = spj_moments_of(entry);
+  }
+  const float eps2 = static_cast<float>(options.softening * options.softening);
+  for (Point& a : acc) a = {0, 0, 0};
+  const KernelTargets targets{b.tx, b.ty, b.tz, b.ax, b.ay, b.az};
+  if (!options.fp64_accumulation) {
+    gravity_kernel(targets, {b.sx, b.sy, b.sz, b.sm}, eps2);
+    for (std::size_t i = 0; i < count; ++i) acc[i] = {b.ax[i], b.ay[i], b.az[i]};
+  } else {
+    constexpr std::size_t block = 64;
+    for (std::size_t first = 0; first < sources; first += block) {
+      const std::size_t length = std::min(block, sources - first);
+      for (auto* v : {&b.ax, &b.ay, &b.az}) std::fill(v->begin(), v->end(), 0.0f);
+      gravity_kernel(targets,
+                     {std::span<const float>(b.sx).subspan(first, length), std::span<const float>(b.sy).subspan(first, length),
+                      std::span<const float>(b.sz).subspan(first, length), std::span<const float>(b.sm).subspan(first, length)},
+                     eps2);
+      for (std::size_t i = 0; i < count; ++i) {
+        acc[i][0] += b.ax[i];
+        acc[i][1] += b.ay[i];
+        acc[i][2] += b.az[i];
+      }
+    }
+  }
+  if (options.quadrupole)
+    quadrupole_kernel(std::span<const Point>(positions.data() + begin, count), acc, b.spj_moments,
+                      options.softening * options.softening);
+}
+
+void TreeForce::State::forces(const UserKernel* user, bool build, Profile& profile) {
+  if (buffers.size() != static_cast<std::size_t>(threads)) buffers.resize(static_cast<std::size_t>(threads));
+  for (ThreadBuffers& b : buffers) b.walk_s = b.kernel_s = 0, b.epj_interactions = b.spj_interactions = 0;
+  sorted_acc.resize(positions.size());
+  const bool keep_lists = options.reuse > 1;
+  if (keep_lists && build) {
+    list_epj.assign(groups.size(), {});
+    list_spj.assign(groups.size(), {});
+  }
+  const double start = MPI_Wtime();
+  const auto group_count = static_cast<std::ptrdiff_t>(groups.size());
+#pragma omp parallel num_threads(threads)
+  {
+    ThreadBuffers& b = buffers[static_cast<std::size_t>(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 4)
+    for (std::ptrdiff_t g = 0; g < group_count; ++g) {
+      const auto group = static_cast<std::uint32_t>(g);
+      const double t0 = omp_get_wtime();
+      if (build) {
+        walk(group_boxes[group], b);
+        if (keep_lists) list_epj[group] = b.epj, list_spj[group] = b.spj;
+      } else {
+        b.epj = list_epj[group];
+        b.spj = list_spj[group];
+        b.epj_count = 0;
+        for (std::size_t r = 0; r < b.epj.size(); r += 2) b.epj_count += b.epj[r + 1] - b.epj[r];
+      }
+      const double t1 = omp_get_wtime();
+      evaluate(group, b, user);
+      b.walk_s += t1 - t0;
+      b.kernel_s += omp_get_wtime() - t1;
+    }
+  }
+  const double wall = MPI_Wtime() - start;
+  double walk_s = 0, kernel_s = 0;
+  for (const ThreadBuffers& b : buffers) {
+    walk_s += b.walk_s;
+    kernel_s += b.kernel_s;
+    stats.epj_interactions += b.epj_interactions;
+    stats.spj_interactions += b.spj_interactions;
+  }
+  // The parallel loop interleaves walk and kernel: its wall time is split in
+  // the proportion of the threads' summed times.
+  const double busy = walk_s + kernel_s;
+  stats.traverse_s = busy > 0 ? wall * walk_s / busy : 0;
+  stats.kernel_s = wall - stats.traverse_s;
+  profile.add("traverse", stats.traverse_s);
+  profile.add("kernel", stats.kernel_s);
+}
+
+// ---------------------------------------------------------------------------
+
+TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<State>(comm, options)) {
+  const auto bad = [](const std::string& what) { fail("TreeForce", what); };
+  if (!(options.theta >= 0)) bad("theta " + std::to_string(options.theta) + " < 0");
+  if (options.leaf_limit < 1) bad("leaf_limit " + std::to_string(options.leaf_limit) + " < 1");
+  if (options.group_limit < 1) bad("group_limit " + std::to_string(options.group_limit) + " < 1");
+  if (options.reuse < 1) bad("reuse " + std::to_string(options.reuse) + " < 1");
+  if (!(options.softening >= 0)) bad("softening " + std::to_string(options.softening) + " < 0");
+  if (options.threads < 0) bad("threads " + std::to_string(options.threads) + " < 0");
+  for (int a = 0; a < 3; ++a)
+    if (!(options.root.hi[a] > options.root.lo[a])) bad("root box empty on axis " + std::to_string(a));
+  state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
+}
+
+TreeForce::~TreeForce() = default;
+TreeForce::TreeForce(TreeForce&&) noexcept = default;
+TreeForce& TreeForce::operator=(TreeForce&&) noexcept = default;
+
+const TreeStats& TreeForce::stats() const noexcept { return state_->stats; }
+const TreeOptions& TreeForce::options() const noexcept { return state_->options; }
+int TreeForce::threads() const noexcept { return state_->threads; }
+
+void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
+                        std::span<Point> accelerations, Profile& profile) {
+  compute(positions, masses, accelerations, UserKernel{}, profile);
+}
+
+void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
+                        std::span<Point> accelerations, const UserKernel& kernel, Profile& profile) {
+  State& s = *state_;
+  const bool build = s.calls % static_cast<std::uint64_t>(s.options.reuse) == 0;
+  {
+    // Every rank agrees on validity before any data moves.
+    auto timer = profile.phase("other");
+    std::string problem;
+    if (masses.size() != positions.size() || accelerations.size() != positions.size())
+      problem = "positions, masses and accelerations differ in length (" + std::to_string(positions.size()) + ", " +
+                std::to_string(masses.size()) + ", " + std::to_string(accelerations.size()) + ")";
+    else if (positions.size() >= std::numeric_limits<std::int32_t>::max())
+      problem = std::to_string(positions.size()) + " particles on one rank, more than 2^31 - 1";
+    else if (!build && positions.size() != s.positions.size())
+      problem = "a call that re-uses the lists has " + std::to_string(positions.size()) +
+                " particles, the call that built them " + std::to_string(s.positions.size());
+    else
+      for (std::size_t i = 0; i < positions.size(); ++i)
+        if (!s.options.root.contains(positions[i])) {
+          const Point& p = positions[i];
+          problem = "particle " + std::to_string(i) + " at (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
+                    ", " + std::to_string(p[2]) + ") outside the root box";
+          break;
+        }
+    const int anywhere = s.comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
+    if (!problem.empty()) fail("TreeForce::compute", problem);
+    if (anywhere) fail("TreeForce::compute", "invalid input on another rank");
+  }
+  const auto sync = [&] {
+    if (!s.options.barrier_phases) return;
+    auto timer = profile.phase("imbalance");
+    s.comm.barrier();
+  };
+  s.stats = {};
+  s.stats.lists_built = build;
+  // A failure past this point leaves no half-built lists to re-use.
+  if (build) s.calls = 0;
+  try {
+    sync();
+    {
+      auto timer = profile.phase("build tree");
+      s.build_local_tree(positions, masses, build);
+    }
+    sync();
+    {
+      auto timer = profile.phase("build LET");
+      s.build_let(build);
+    }
+    sync();
+    {
+      auto timer = profile.phase("exchange LET");
+      s.exchange_let(build);
+    }
+    {
+      auto timer = profile.phase("build tree");
+      const double start = MPI_Wtime();
+      s.build_global_tree(build);
+      s.stats.link_s += MPI_Wtime() - start;
+    }
+    sync();
+    s.forces(kernel ? &kernel : nullptr, build, profile);
+    {
+      auto timer = profile.phase("other");
+      for (std::size_t k = 0; k < s.perm.size(); ++k) accelerations[s.perm[k]] = s.sorted_acc[k];
+      s.stats.targets = positions.size();
+      s.stats.groups = s.groups.size();
+    }
+  } catch (...) {
+    s.calls = 0;
+    s.list_epj.clear();
+    s.list_spj.clear();
+    throw;
+  }
+  ++s.calls;
+}
+
+}  // namespace domex

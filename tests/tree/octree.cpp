@@ -1,0 +1,126 @@
+#include <domex/tree/octree.hpp>
+#include <domex/tree/sort.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace {
+
+struct SortedSet {
+  std::vector<domex::MortonKey> keys;
+  std::vector<domex::Point> positions;
+  std::vector<double> masses;
+};
+
+SortedSet random_set(std::size_t n, std::uint64_t seed, const domex::Box& root) {
+  std::mt19937_64 random(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<domex::Point> x(n);
+  std::vector<double> m(n);
+  std::vector<domex::KeyIndex> order(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // Half uniform, half in a small clump: deep and shallow branches.
+    const double scale = i % 2 ? 1.0 : 0.01;
+    for (int a = 0; a < 3; ++a) x[i][a] = root.lo[a] + root.extent(a) * (i % 2 ? u(random) : 0.3 + scale * u(random));
+    m[i] = 0.5 + u(random);
+    order[i] = {domex::morton_key(x[i], root), i};
+  }
+  domex::sort_by_key(order, 1);
+  SortedSet set;
+  for (const auto& item : order) {
+    set.keys.push_back(item.key);
+    set.positions.push_back(x[item.index]);
+    set.masses.push_back(m[item.index]);
+  }
+  return set;
+}
+
+TEST(Octree, CellsPartitionTheirParentsAndLeavesRespectTheLimit) {
+  const domex::Box root{{0, 0, 0}, {2, 2, 2}};
+  const auto set = random_set(20000, 17, root);
+  for (int leaf_limit : {1, 8, 64}) {
+    domex::Octree tree;
+    tree.build(set.keys, root, leaf_limit);
+    const auto& cells = tree.cells();
+    ASSERT_EQ(tree.root().count(), set.keys.size());
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      const auto& cell = cells[c];
+      ASSERT_GT(cell.count(), 0u) << c;  // no empty cell is ever created below the root
+      for (std::uint32_t k = cell.begin; k < cell.end; ++k)
+        ASSERT_EQ(domex::morton_cell_of(set.keys[k], cell.level), cell.key) << "item " << k << " outside cell " << c;
+      if (cell.leaf()) {
+        EXPECT_TRUE(cell.count() <= static_cast<std::uint32_t>(leaf_limit) || cell.level == domex::morton_levels);
+        continue;
+      }
+      std::uint32_t next = cell.begin;
+      for (std::uint32_t k = 0; k < cell.child_count; ++k) {
+        const auto& child = cells[cell.first_child + k];
+        ASSERT_GT(cell.first_child + k, c);
+        ASSERT_EQ(child.begin, next);
+        ASSERT_EQ(child.level, cell.level + 1);
+        next = child.end;
+      }
+      ASSERT_EQ(next, cell.end);
+    }
+  }
+}
+
+TEST(Octree, MomentsEqualDirectSumsAndGroupsCoverEveryItemOnce) {
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  const auto set = random_set(5000, 23, root);
+  domex::Octree tree;
+  tree.build(set.keys, root, 8);
+  tree.compute_moments(set.positions, set.masses, {}, true);
+  for (const auto& cell : tree.cells()) {
+    double mass = 0;
+    domex::Point weighted{0, 0, 0};
+    for (std::uint32_t k = cell.begin; k < cell.end; ++k) {
+      mass += set.masses[k];
+      for (int a = 0; a < 3; ++a) weighted[a] += set.masses[k] * set.positions[k][a];
+    }
+    ASSERT_NEAR(cell.moments.mass, mass, 1e-12 * mass);
+    domex::Quadrupole q{};
+    for (int a = 0; a < 3; ++a) ASSERT_NEAR(cell.moments.centre[a], weighted[a] / mass, 1e-12);
+    for (std::uint32_t k = cell.begin; k < cell.end; ++k) {
+      domex::Point d;
+      for (int a = 0; a < 3; ++a) d[a] = set.positions[k][a] - cell.moments.centre[a];
+      const double m = set.masses[k];
+      q[0] += m * d[0] * d[0], q[1] += m * d[1] * d[1], q[2] += m * d[2] * d[2];
+      q[3] += m * d[0] * d[1], q[4] += m * d[0] * d[2], q[5] += m * d[1] * d[2];
+    }
+    const double scale = mass * cell.size * cell.size;
+    for (int k = 0; k < 6; ++k) ASSERT_NEAR(cell.moments.quadrupole[k], q[k], 1e-10 * scale);
+  }
+  for (std::size_t limit : {1ul, 64ul, 10000ul}) {
+    std::vector<int> covered(set.keys.size(), 0);
+    for (std::uint32_t c : tree.groups(limit)) {
+      const auto& cell = tree.cells()[c];
+      EXPECT_TRUE(cell.count() <= limit || cell.leaf());
+      for (std::uint32_t k = cell.begin; k < cell.end; ++k) ++covered[k];
+    }
+    for (int times : covered) ASSERT_EQ(times, 1);
+  }
+}
+
+TEST(Octree, EmptyAndSingleItem) {
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  domex::Octree tree;
+  tree.build({}, root, 8);
+  tree.compute_moments({}, {}, {}, false);
+  EXPECT_EQ(tree.cells().size(), 1u);
+  EXPECT_EQ(tree.root().moments.mass, 0.0);
+  EXPECT_TRUE(tree.groups(64).empty());
+  const std::vector<domex::MortonKey> key{domex::morton_key({0.25, 0.5, 0.75}, root)};
+  const std::vector<domex::Point> x{{0.25, 0.5, 0.75}};
+  const std::vector<double> m{2.0};
+  tree.build(key, root, 8);
+  tree.compute_moments(x, m, {}, true);
+  EXPECT_EQ(tree.root().moments.mass, 2.0);
+  EXPECT_EQ(tree.root().moments.centre, x[0]);
+  EXPECT_EQ(tree.groups(64).size(), 1u);
+}
+
+}  // namespace

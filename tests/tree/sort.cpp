@@ -1,0 +1,75 @@
+#include <domex/tree/sort.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace {
+
+using domex::KeyIndex;
+
+std::vector<KeyIndex> with_indices(const std::vector<domex::MortonKey>& keys) {
+  std::vector<KeyIndex> items(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) items[i] = {keys[i], i};
+  return items;
+}
+
+void expect_sorts_like_std_sort(const std::vector<domex::MortonKey>& keys) {
+  const auto original = with_indices(keys);
+  auto expected = original;
+  std::sort(expected.begin(), expected.end());
+  for (int threads : {1, 2, 3, 4, 8}) {
+    auto items = original;
+    domex::sort_by_key(items, threads);
+    ASSERT_EQ(items, expected) << "threads " << threads;
+    // A permutation: every index exactly once, with its own key.
+    std::vector<char> seen(items.size(), 0);
+    for (const auto& item : items) {
+      ASSERT_LT(item.index, items.size());
+      ASSERT_FALSE(seen[item.index]) << "index " << item.index << " twice";
+      seen[item.index] = 1;
+      ASSERT_EQ(item.key, keys[item.index]);
+    }
+    for (std::size_t i = 1; i < items.size(); ++i) ASSERT_FALSE(items[i] < items[i - 1]);
+  }
+}
+
+TEST(Sort, RandomKeys) {
+  const std::uint64_t seed = 3;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
+  for (std::size_t n : {0ul, 1ul, 1000ul, 100000ul, 300001ul}) {
+    std::vector<domex::MortonKey> keys(n);
+    for (auto& key : keys) key = random() >> 1;
+    expect_sorts_like_std_sort(keys);
+  }
+}
+
+TEST(Sort, ClusteredKeysWithDuplicates) {
+  std::mt19937_64 random(5);
+  std::vector<domex::MortonKey> keys(200000);
+  // Three dense clusters and repeated values: buckets of very different sizes.
+  for (auto& key : keys) {
+    const auto cluster = random() % 3;
+    key = (cluster << 60) + random() % (cluster == 0 ? 50 : 100000);
+  }
+  expect_sorts_like_std_sort(keys);
+}
+
+TEST(Sort, AllEqualKeysKeepIndexOrder) {
+  std::vector<domex::MortonKey> keys(100000, 0x123456789ull);
+  expect_sorts_like_std_sort(keys);
+}
+
+TEST(Sort, AlreadySortedAndReversed) {
+  std::vector<domex::MortonKey> keys(150000);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = i * 3;
+  expect_sorts_like_std_sort(keys);
+  std::reverse(keys.begin(), keys.end());
+  expect_sorts_like_std_sort(keys);
+}
+
+}  // namespace
