@@ -6,6 +6,7 @@
 //   mpirun -n 2 domex-bench tree --particles 1000000 --lets p2p_fast alltoallv --json tree.json
 
 #include "command.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/decompose/multisection.hpp>
@@ -268,31 +269,45 @@ void run_tree(const TreeBenchOptions& options) {
       }
       rows.push_back(std::move(row));
     }
+  const Json where = provenance_json(comm);
   if (comm.rank() == 0 && !options.json.empty()) {
-    std::string text = fmt::format(
-        "{{\"benchmark\": \"tree\", \"ranks\": {}, \"particles\": {}, \"distribution\": \"{}\", \"leaf_limit\": {}, "
-        "\"group_limit\": {}, \"quadrupole\": {}, \"reuse\": {}, \"steps\": {}, \"kernel\": \"{}\", "
-        "\"kernel_alone_interactions_per_s_per_core\": {:.6g}, \"rows\": [\n",
-        comm.size(), options.particles, options.distribution, options.leaf_limit, options.group_limit,
-        options.quadrupole, options.reuse, options.steps, gravity_kernel_target(), kernel_alone);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      std::string phases;
-      for (std::size_t k = 0; k < r.phases.size(); ++k)
-        phases += fmt::format("{}{{\"name\": \"{}\", \"min_s\": {:.9g}, \"avg_s\": {:.9g}, \"max_s\": {:.9g}}}",
-                              k ? ", " : "", r.phases[k].name, r.phases[k].min, r.phases[k].avg, r.phases[k].max);
-      text += fmt::format(
-          "  {{\"let\": \"{}\", \"theta\": {}, \"threads\": {}, \"step_s\": {:.9g}, \"interactions_per_particle\": "
-          "{:.6g}, \"kernel_interactions_per_s_per_core\": {:.6g}, \"step_interactions_per_s_per_core\": {:.6g}, "
-          "\"let_messages\": {}, \"let_items\": {}, \"error_median\": {:.6g}, \"error_p99\": {:.6g}, "
-          "\"build_keys_s\": {:.6g}, \"build_sort_s\": {:.6g}, \"build_link_s\": {:.6g}, \"build_moments_s\": {:.6g}, "
-          "\"phases\": [{}]}}{}\n",
-          r.let, r.theta, r.threads, r.step_s, r.interactions_per_particle, r.kernel_rate, r.step_rate,
-          r.let_messages, r.let_items, r.error_median, r.error_p99, r.build_parts[0], r.build_parts[1],
-          r.build_parts[2], r.build_parts[3], phases, i + 1 < rows.size() ? "," : "");
+    Json list = Json::array();
+    for (const Row& r : rows) {
+      Json phases = Json::array();
+      for (const auto& phase : r.phases)
+        phases.push_back({{"name", phase.name}, {"min_s", phase.min}, {"avg_s", phase.avg}, {"max_s", phase.max}});
+      // error_median / error_p99 < 0: not measured (written as null).
+      const auto measured = [](double value) { return value >= 0 ? Json(value) : Json(nullptr); };
+      list.push_back({{"let", r.let},
+                      {"theta", r.theta},
+                      {"threads", r.threads},
+                      {"step_s", r.step_s},
+                      {"interactions_per_particle", r.interactions_per_particle},
+                      {"kernel_interactions_per_s_per_core", r.kernel_rate},
+                      {"step_interactions_per_s_per_core", r.step_rate},
+                      {"let_messages", r.let_messages},
+                      {"let_items", r.let_items},
+                      {"error_median", measured(r.error_median)},
+                      {"error_p99", measured(r.error_p99)},
+                      {"build_keys_s", r.build_parts[0]},
+                      {"build_sort_s", r.build_parts[1]},
+                      {"build_link_s", r.build_parts[2]},
+                      {"build_moments_s", r.build_parts[3]},
+                      {"phases", phases}});
     }
-    text += "]}\n";
-    write_file(options.json, text, "domex-bench tree");
+    write_results(options.json, "tree", where,
+                  {{"ranks", comm.size()},
+                   {"particles", options.particles},
+                   {"distribution", options.distribution},
+                   {"leaf_limit", options.leaf_limit},
+                   {"group_limit", options.group_limit},
+                   {"quadrupole", options.quadrupole},
+                   {"reuse", options.reuse},
+                   {"steps", options.steps},
+                   {"kernel", gravity_kernel_target()},
+                   {"kernel_alone_interactions_per_s_per_core", kernel_alone},
+                   {"rows", list}},
+                  "domex-bench tree");
   }
 }
 

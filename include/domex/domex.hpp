@@ -3,8 +3,7 @@
 /// @file
 /// Every public domex header in one include: `#include <domex/domex.hpp>`.
 /// Including only the layer you use (e.g. <domex/halo/halo.hpp>) compiles
-/// faster. The tree headers (include/domex/tree/) join here when that layer
-/// lands.
+/// faster.
 
 #include <domex/version.hpp>
 
@@ -29,3 +28,8 @@
 
 #include <domex/halo/cartesian.hpp>
 #include <domex/halo/halo.hpp>
+#include <domex/tree/kernel.hpp>
+#include <domex/tree/morton.hpp>
+#include <domex/tree/octree.hpp>
+#include <domex/tree/sort.hpp>
+#include <domex/tree/tree.hpp>
