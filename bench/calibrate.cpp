@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench calibrate: measures every sparse-exchange algorithm on a grid of
 // patterns (m messages per rank of b bytes each) at this P and fits the cost
 // model T = fixed + per_message * m + per_byte * (m * b) per algorithm by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Subcommands of domex-bench register themselves here: each bench/<name>.cpp
 // defines a static domex::bench::Registration that adds its CLI11 subcommand.

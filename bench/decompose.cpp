@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench decompose: Multisection rebalance per cut method and sample
 // budget, on uniform, clustered and ring (cylindrical) particles: time per
 // rebalance, what a rank receives and sorts, the imbalance after migration,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench halo: ghost exchange of a 27-point stencil code with deep halos
 // (k = 1, 2, 3), domex's plan (26 or 6 neighbours) against
 // MPI_Neighbor_alltoallv and the naive one-message-per-field exchange.

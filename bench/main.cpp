@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench: benchmarks of domex's communication, one subcommand each.
 //   mpirun -n 8 domex-bench sparse --json sparse.json
 // Exit status: 0 done, 2 bad arguments (checked before any work).

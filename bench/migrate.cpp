@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench migrate: particles that drift and cluster, decomposed by
 // multisection and migrated every step, by the neighbour-only path and by the
 // general sparse exchange with each algorithm. Table + JSON.

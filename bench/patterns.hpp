@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Communication patterns of the benchmarks: each rank's destinations on a
 // periodic 3-D process grid, as in particle migration.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // JSON results files of the benchmarks: nlohmann::json (valid JSON whatever
 // the values: NaN and infinities become null, strings are escaped), with the

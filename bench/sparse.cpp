@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench sparse: the six sparse-exchange algorithms and automatic on
 // particle-migration-like patterns (6 or 26 grid neighbours, plus far ranks),
 // message sizes from 8 B to 1 MiB. Prints the comparison table and writes JSON.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-bench tree: tree-code gravity of N particles (uniform cube, Plummer
 // sphere or planetary ring) decomposed by multisection, per LET mode: the
 // phase table, interactions per particle, interactions/s/core of the kernel

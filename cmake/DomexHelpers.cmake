@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Compiler flags shared by every domex target.
 add_library(domex_flags INTERFACE)
 target_compile_options(domex_flags INTERFACE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzzes domex-mhd's command line and INI parser and the configuration check
 // behind it, on one rank. First byte even: the rest is an INI file; odd: the
 // rest is argv, one argument per line. Parsing must end in a parse error, a

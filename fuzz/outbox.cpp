@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Fuzzes the validation of a sparse exchange's send side: any CSR (ranks,
 // offsets, data length) and any algorithm, on one rank. The exchange must
 // either throw domex::Error and leave the inbox empty, or deliver exactly the

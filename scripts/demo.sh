@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: installs what is missing, builds domex (Release) and runs the
 # sparse-exchange benchmark at 8 ranks, printing the comparison table of the
 # six algorithms and automatic; writes results/sparse.json and results/sparse.png.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages domex needs when any is missing (apt-get, as
 # root or through sudo), and exports the MPI settings the other scripts use.
 # Sourced by scripts/demo.sh, scripts/test.sh and .ci/run.

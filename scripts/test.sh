@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The test command: installs what is missing, builds domex (Release, warnings
 # as errors) and runs every test with ctest; MPI tests run at np = 1, 2, 3, 4
 # and 8. Extra CMake arguments: DOMEX_CMAKE_ARGS; build folder: DOMEX_BUILD_DIR.

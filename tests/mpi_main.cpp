@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // GoogleTest main for MPI tests: every rank runs every test; failures are
 // printed by the rank that saw them (prefixed with its rank); the exit code is
 // the maximum over all ranks, so a failure on any rank fails the ctest entry.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """What every plot script here shares: the command line (a `domex-bench
 --json` file and `-o` PNG) and reading the JSON, with a one-line error."""
 import argparse

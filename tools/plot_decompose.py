@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot `domex-bench decompose --json` output from runs at several rank
 counts: rebalance time per call against P for each input, cut method and
 sample budget, with p^(1/3) and P reference lines, and the imbalance and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot `domex-bench halo --json` output to PNG: (A) time of one exchange
 against bytes per exchange for each method/stencil, and (B) time per step
 against the ghost depth k for each amount of computation.

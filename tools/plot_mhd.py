@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plots a domex-mhd VTK snapshot: log10 density and pressure in the equator
 (z = 0), and density with magnetic field lines in the noon-midnight meridian
 (y = 0); axes in planet radii.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot `domex-bench migrate --json` output: migration time per step for each
 path (neighbour-only vs general exchange with each algorithm), grouped by
 clustering, plus the decomposition time, to PNG.

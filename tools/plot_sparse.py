@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot `domex-bench sparse --json` output: time per call against message
 size, one line per algorithm, one panel per pattern (log-log), to PNG.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Plot `domex-bench tree --json` output to PNG: one stacked bar per
 configuration (LET mode, theta) of the time per step in each phase (slowest
 rank per phase), load imbalance its own segment.

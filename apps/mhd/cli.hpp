@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex-mhd's command line: every Config field as a flag, the same names as
 // INI keys (--config FILE). Shared by main.cpp and the parser's fuzz target.

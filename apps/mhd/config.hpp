@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex-mhd configuration: every command-line / config-file value, and the
 // check that runs before anything is computed or written.

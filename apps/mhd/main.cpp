@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid.
 //   mpirun -n 4 domex-mhd --cells 64 48 48 --steps 200 --depth 2 --output results/mhd
 // Exit codes: 0 done, 1 the run failed (e.g. the state blew up), 2 bad arguments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex-mhd output: equatorial-slice PNG images (own minimal encoder, no
 // zlib), legacy VTK snapshots written in parallel with MPI-IO, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include "solver.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex-mhd solver: 3-D resistive MHD on a block-distributed Cartesian grid
 // with deep halos (k ghost layers, k steps per exchange).

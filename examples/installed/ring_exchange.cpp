@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Smallest domex program: every rank sends its rank to the next one with the
 // automatically chosen sparse-exchange algorithm and checks what arrived.
 //   mpirun -n 4 ring_exchange

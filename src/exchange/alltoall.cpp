@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // alltoall: the baseline of the seed study. MPI_Alltoall of one 64-bit count
 // per pair, then MPI_Alltoallv of the data. Every rank touches every other
 // rank twice: O(P) per call whatever the pattern.

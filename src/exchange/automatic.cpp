@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // automatic: starts from the cost model's ranking, then learns from the
 // caller's own calls which algorithm is fastest for each class of calls, and
 // keeps checking at an exponentially decreasing rate.

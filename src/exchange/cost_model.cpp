@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The calibrated cost model of Algorithm::automatic (docs/cost_model.md).
 
 #include <domex/comm/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Private helpers shared by the six sparse-exchange algorithms.
 //

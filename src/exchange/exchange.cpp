@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // exchange_bytes: validation, dispatch to the algorithms, and the helpers
 // they share (detail.hpp).
 

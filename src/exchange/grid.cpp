@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // grid: a two-level exchange over an R x C process grid (KaMPIng's grid
 // alltoall; Bienz et al. 2023 for the locality-aware variants). A message
 // from (row rs, column cs) to (rd, cd) travels first along the source's row

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // NBX, the non-blocking consensus of Hoefler, Siebert and Lumsdaine, "Scalable
 // communication protocols for dynamic sparse data exchange" (PPoPP 2010):
 // synchronous sends (MPI_Issend) complete only once matched, so a rank whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // exchange_begin/finish and exchange_each: NBX split in two halves, and NBX
 // handing each message over as it arrives.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SparsePlan: the pattern discovered once (a sparse exchange of the message
 // sizes), then persistent requests: receives bound to their final place in
 // the inbox (sources ascending), sends bound to the outbox's buffer (re-bound

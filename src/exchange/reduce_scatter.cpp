@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // reduce_scatter: MPI_Reduce_scatter_block of a 0/1 vector (entry d is 1 when
 // this rank sends to d) leaves each rank the number of messages it will
 // receive; then send/recv. O(P) data in few rounds; the sends are posted

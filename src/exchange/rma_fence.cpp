@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rma_fence: every rank exposes P count slots in an MPI window (created once
 // per Comm). Between two MPI_Win_fence calls each sender MPI_Puts the size of
 // its message into slot [sender] of each destination; after the closing fence

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // rma_passive: one-sided passive target in the low-level style of ACP. Each
 // rank exposes, twice (the call parity), a mailbox: a 64-bit reservation
 // counter, P message descriptors and `rma_window_bytes` of data space. The

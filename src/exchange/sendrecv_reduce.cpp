@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // sendrecv_reduce: post the sends, then one MPI_Allreduce of a P-vector of
 // per-destination message counts tells every rank how many messages it will
 // receive; receive that many with MPI_Mprobe(MPI_ANY_SOURCE).

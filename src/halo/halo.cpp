@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/comm/collective.hpp>
 #include <domex/exchange/cost_model.hpp>
 #include <domex/halo/halo.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Gravity kernel: Highway per-target code (compiled once per instruction set
 // by foreach_target.h) and the dynamic dispatch to the best one at run time.
 

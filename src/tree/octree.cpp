@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Octree linking and moments.
 
 #include <domex/comm/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Parallel sample sort of (key, index) pairs over OpenMP threads.
 
 #include <domex/tree/sort.hpp>

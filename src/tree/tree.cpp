@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // TreeForce: local tree -> LET -> exchange -> global tree -> group walk -> kernel.
 
 #include <domex/exchange/exchange.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Tests of domex-mhd: bitwise identity with a 1-rank run for any depth and
 // dims, mass conservation, configuration errors, PNG and VTK output.
 

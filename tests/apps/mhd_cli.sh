@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The domex-mhd executable as a user runs it: a short run writes the table,
 # mhd.json, PNGs and VTK snapshots (no .part left); the same checksum on 1 and
 # 2 ranks; a bad configuration exits with 2, names the value and writes nothing;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/comm/profile.hpp>
 
 #include <domex/comm/provenance.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Shared by the decomposition tests: the kinds of bad input one rank can
 // hold, and the ranks that hold it (first, middle, last).

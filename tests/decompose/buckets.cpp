@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/decompose/buckets.hpp>
 
 #include "bad_input.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/decompose/multisection.hpp>
 
 #include "bad_input.hpp"

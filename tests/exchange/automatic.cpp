@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Algorithm::automatic that learns: identical results while it explores,
 // the same choice on every rank after every call (also with one rank's clock
 // skewed or delayed), the measured fastest chosen, and a learned table that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Sparse exchange: every algorithm delivers exactly what was sent, for every
 // pattern, and all algorithms give identical inboxes.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // SparsePlan: a plan reused many times gives the inboxes of the dynamic
 // exchange; a changed pattern is re-planned (PlanCheck::collective) or caught
 // on every rank concerned (PlanCheck::promised), never silently wrong.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/halo/cartesian.hpp>
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/tree/kernel.hpp>
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/tree/octree.hpp>
 #include <domex/tree/sort.hpp>
 

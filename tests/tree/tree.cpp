@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <domex/decompose/multisection.hpp>
 #include <domex/migrate/migrate.hpp>
 #include <domex/tree/tree.hpp>

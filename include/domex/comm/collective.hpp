@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Agreeing on errors in collective calls. The rule every collective domex call
 // follows: one rank's bad input becomes a domex::Error on *every* rank, never a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex::Error and the MPI error check used on every MPI call in domex.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex::Profile: named phase timers reduced over ranks.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Where a result came from: what every results file records next to its
 // numbers, so a figure can be traced to the code, the MPI library, the

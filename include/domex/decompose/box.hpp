@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Axis-aligned boxes and points in the coordinates a decomposition cuts.
 

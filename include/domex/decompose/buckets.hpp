@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Bucket (cell) decomposition for MPS/SPH-style codes: space cut into uniform
 // buckets; contiguous runs of buckets along a Morton (Z-order) curve go to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Multisection domain decomposition (as in FDPS): an nx x ny x nz grid of
 // domains. x cuts split the whole domain into nx slabs of equal cost, y cuts

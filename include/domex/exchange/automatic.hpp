@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // What Algorithm::automatic knows on a communicator, and how to keep it.
 //

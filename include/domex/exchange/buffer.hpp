@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Byte-level shapes shared by the typed Outbox/Inbox and the algorithms.
 

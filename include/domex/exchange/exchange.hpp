@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Sparse dynamic data exchange: every rank knows what it sends to whom,
 // nobody knows who sends to it (particle migration, LET exchange).

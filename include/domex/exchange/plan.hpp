@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // A sparse exchange whose pattern is discovered once and then reused, as a
 // PetscSF is: persistent requests, receives posted straight into the inbox's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex::CartesianGrid: a structured grid of cells block-distributed over a
 // Cartesian grid of ranks (1-D, 2-D or 3-D), periodic per axis.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Particle migration: move every particle to the rank that owns its position,
 // talking only to the ranks that are involved.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Gravity kernels: Plummer-softened monopole interactions in fp32, vectorised
 // with Google Highway and dispatched at run time (AVX-512, AVX2, SSE4, scalar),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Morton (Z-order) keys: 63-bit keys, 21 bits per axis, in a root box.
 

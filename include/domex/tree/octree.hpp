@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // Octree over Morton-sorted items: cells are index ranges of the sorted array
 // (no pointers), children of a cell are consecutive cells.

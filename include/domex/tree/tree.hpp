@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // domex::TreeForce: long-range (gravity) forces of particles distributed over
 // ranks by a Barnes-Hut tree with a Local Essential Tree (LET) exchange, the
