@@ -70,7 +70,7 @@ void validate(const Config& config, const Comm& comm) {
     reject(fmt::format("--local {} {} {} {}: {:.0f} sites per rank, more than 64^4", config.local[0], config.local[1],
                        config.local[2], config.local[3], volume));
   if (!(config.kappa > 0 && config.kappa < 0.25))
-    reject(fmt::format("--kappa {}: must be in (0, 0.25) (D^dagger D is then positive definite)", config.kappa));
+    reject(fmt::format("--kappa {}: must be in (0, 0.25) (D is invertible for kappa < 1/8 on any gauge field; beyond 0.25 it can be singular)", config.kappa));
   if (!(config.tolerance > 0 && config.tolerance < 1))
     reject(fmt::format("--tolerance {}: must be in (0, 1)", config.tolerance));
   if (config.max_iterations < 1) reject(fmt::format("--max-iterations {}: must be >= 1", config.max_iterations));

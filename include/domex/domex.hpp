@@ -13,6 +13,7 @@
 #include <domex/comm/datatype.hpp>
 #include <domex/comm/error.hpp>
 #include <domex/comm/profile.hpp>
+#include <domex/comm/reduce.hpp>
 
 #include <domex/exchange/algorithm.hpp>
 #include <domex/exchange/automatic.hpp>
@@ -29,3 +30,4 @@
 
 #include <domex/halo/cartesian.hpp>
 #include <domex/halo/halo.hpp>
+#include <domex/halo/lattice.hpp>

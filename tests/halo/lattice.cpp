@@ -1,9 +1,7 @@
-#include <domex/comm/reduce.hpp>
 #include <domex/halo/lattice.hpp>
 
 #include <gtest/gtest.h>
 
-#include <complex>
 #include <string>
 #include <vector>
 
@@ -123,25 +121,6 @@ TEST(LatticeGrid, DifferentArgumentsAreAnErrorOnEveryRank) {
   if (comm.rank() == comm.size() - 1) sites[2] = 0;
   EXPECT_THROW(domex::LatticeGrid(comm, sites), domex::Error);
   EXPECT_THROW(domex::LatticeGrid(comm, {8, 8, 8, 8}, {.dims = {comm.size() + 1, 1, 1, 1}}), domex::Error);
-}
-
-TEST(ComplexAllreduce, EqualsTheSerialSum) {
-  domex::Comm comm{MPI_COMM_WORLD};
-  // Small integers: every partial sum is exact, so any order gives the serial sum.
-  const auto value = [](int rank, int k) { return std::complex<double>(rank * 3 + k, -(rank + 1) * (k + 2)); };
-  std::vector<std::complex<double>> values(5), serial(5);
-  for (int k = 0; k < 5; ++k) {
-    values[static_cast<std::size_t>(k)] = value(comm.rank(), k);
-    for (int r = 0; r < comm.size(); ++r) serial[static_cast<std::size_t>(k)] += value(r, k);
-  }
-  auto blocking = values;
-  domex::allreduce(comm, std::span(blocking));
-  EXPECT_EQ(blocking, serial);
-  auto pending = domex::iallreduce(comm, std::span(values));
-  pending.wait();
-  pending.wait();  // idempotent
-  EXPECT_EQ(values, serial);
-  EXPECT_TRUE(pending.ready());
 }
 
 }  // namespace
