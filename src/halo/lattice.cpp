@@ -109,6 +109,9 @@ namespace {
 /// tags by direction keep both faces apart when both neighbours are one rank.
 constexpr int tag_towards(int axis, int side) { return 2 * axis + side; }
 
+/// Fields whose persistent requests a no-copy halo keeps at once.
+constexpr std::size_t max_bound = 8;
+
 /// One face inside the owned block: `outer` runs of `run` sites, `stride`
 /// sites apart, the first at site `first`.
 struct FaceShape {
@@ -278,7 +281,13 @@ void LatticeHalo::begin_bytes(std::byte* data, std::size_t bytes) {
     for (auto& candidate : s.bound)
       if (candidate.data == data && candidate.bytes == bytes) b = &candidate;
     if (b == nullptr) {
-      // A persistent request is bound to its buffer: one set per field address.
+      // A persistent request is bound to its buffer: one set per field address,
+      // at most max_bound of them (a solver exchanges a handful of fields); the
+      // oldest set is freed first.
+      if (s.bound.size() == max_bound) {
+        for (auto& r : s.bound.front().requests) check_mpi(MPI_Request_free(&r), "MPI_Request_free");
+        s.bound.erase(s.bound.begin());
+      }
       State::Bound fresh;
       fresh.data = data;
       fresh.bytes = bytes;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ TEST_P(LatticeHaloTest, EveryGhostHoldsItsOwnersValue) {
     // A second field at another address: its own persistent requests.
     std::vector<Site> copy = field;
     halo.exchange(copy);
+    // More fields than the halo keeps persistent requests for: the first one's
+    // set is freed and built again; its ghosts are wiped first to prove it.
+    std::vector<std::vector<Site>> more(9, field);
+    for (auto& f : more) halo.exchange(f);
+    std::fill(field.begin() + static_cast<long>(grid.volume()), field.end(), Site{{-1, -1, -1, -1}});
+    halo.exchange(field);
     EXPECT_EQ(halo.messages_per_exchange(), 8u);
     std::size_t checked = 0;
     site = 0;

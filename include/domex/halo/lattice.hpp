@@ -94,7 +94,8 @@ struct LatticeHaloOptions {
 
 /// One ghost layer on the 8 faces of a LatticeGrid, built once and reused:
 /// datatypes committed once, persistent requests (per field address for the
-/// no-copy paths, since a persistent request is bound to its buffer).
+/// no-copy paths, since a persistent request is bound to its buffer; the last
+/// 8 field addresses are kept, an older one is set up again when it returns).
 ///
 /// Field layout ("faces last"): sites() elements of site_bytes each. First the
 /// volume() owned sites, x fastest: site (x, y, z, t) at
