@@ -119,30 +119,35 @@ std::vector<Spinor> Wilson::random_field(std::uint64_t seed) const {
   return field;
 }
 
+namespace {
+
+/// sum += (1 -+ gamma) U psi (forward: U_mu(x), minus) or (1 + gamma) U^dagger psi (backward).
+template <bool forward>
+inline void add_hop(Spinor& sum, const Su3& u, const Spinor& psi, const Gamma& g) noexcept {
+  Spinor chi;
+  for (int s = 0; s < 4; ++s)
+    for (int a = 0; a < 3; ++a) {
+      Complex z{};
+      for (int b = 0; b < 3; ++b) z += forward ? mul(u.m[a][b], psi.c[s][b]) : conj_mul(u.m[b][a], psi.c[s][b]);
+      chi.c[s][a] = z;
+    }
+  constexpr double sign = forward ? -1.0 : 1.0;
+  for (int s = 0; s < 4; ++s)
+    for (int a = 0; a < 3; ++a) sum.c[s][a] += chi.c[s][a] + sign * mul(g.phase[s], chi.c[g.column[s]][a]);
+}
+
+}  // namespace
+
 void Wilson::apply_sites(const std::vector<Spinor>& in, std::vector<Spinor>& out,
                          std::span<const std::uint32_t> sites) const {
+  // The same operations in the same order for every site, wherever its
+  // neighbours live: the result is bitwise independent of the decomposition.
   for (const std::uint32_t site : sites) {
     Spinor sum{};
     const std::uint32_t* hop = &hops_[8 * static_cast<std::size_t>(site)];
     for (int mu = 0; mu < 4; ++mu) {
-      const Gamma& g = gammas[mu];
-      for (int side = 0; side < 2; ++side) {
-        // Forward: U_mu(x) psi(x + mu), (1 - gamma); backward: U_mu(x - mu)^dagger psi(x - mu), (1 + gamma).
-        const std::uint32_t at = hop[2 * mu + side];
-        const Spinor& psi = in[at];
-        const Su3& u = side == 0 ? links_[site].u[mu] : links_[at].u[mu];
-        Spinor chi;
-        for (int s = 0; s < 4; ++s)
-          for (int a = 0; a < 3; ++a) {
-            Complex z{};
-            for (int b = 0; b < 3; ++b)
-              z += side == 0 ? mul(u.m[a][b], psi.c[s][b]) : conj_mul(u.m[b][a], psi.c[s][b]);
-            chi.c[s][a] = z;
-          }
-        const double sign = side == 0 ? -1.0 : 1.0;
-        for (int s = 0; s < 4; ++s)
-          for (int a = 0; a < 3; ++a) sum.c[s][a] += chi.c[s][a] + sign * mul(g.phase[s], chi.c[g.column[s]][a]);
-      }
+      add_hop<true>(sum, links_[site].u[mu], in[hop[2 * mu]], gammas[mu]);
+      add_hop<false>(sum, links_[hop[2 * mu + 1]].u[mu], in[hop[2 * mu + 1]], gammas[mu]);
     }
     Spinor& result = out[site];
     const Spinor& self = in[site];
