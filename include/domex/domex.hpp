@@ -12,6 +12,7 @@
 #include <domex/comm/datatype.hpp>
 #include <domex/comm/error.hpp>
 #include <domex/comm/profile.hpp>
+#include <domex/comm/reduce.hpp>
 
 #include <domex/exchange/algorithm.hpp>
 #include <domex/exchange/automatic.hpp>
@@ -28,6 +29,7 @@
 
 #include <domex/halo/cartesian.hpp>
 #include <domex/halo/halo.hpp>
+#include <domex/halo/lattice.hpp>
 #include <domex/tree/kernel.hpp>
 #include <domex/tree/morton.hpp>
 #include <domex/tree/octree.hpp>

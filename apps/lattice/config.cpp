@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "config.hpp"
+
+#include <domex/comm/collective.hpp>
+#include <domex/halo/lattice.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace domex::lattice {
+namespace {
+
+[[noreturn]] void reject(std::string_view what) { fail("domex-lattice", what); }
+
+/// Why `folder` cannot be used for output ("" if it can): created, probed with
+/// a file and removed again, so validation writes nothing.
+std::string output_problem(const std::filesystem::path& folder) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path target = fs::absolute(folder, error);
+  if (error) return error.message();
+  fs::path existing = target;
+  while (!fs::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
+  if (!fs::is_directory(existing, error)) return fmt::format("{} is not a folder", existing.string());
+  const auto remove_created = [&] {
+    for (fs::path p = target; p != existing && p.has_relative_path(); p = p.parent_path()) fs::remove(p, error);
+  };
+  fs::create_directories(target, error);
+  if (error) {
+    const std::string why = error.message();
+    remove_created();
+    return why;
+  }
+  const fs::path probe = target / ".domex-write-probe";
+  bool written = false;
+  {
+    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+    out << "probe\n";
+    out.close();
+    written = static_cast<bool>(out);
+  }
+  fs::remove(probe, error);
+  remove_created();
+  return written ? "" : fmt::format("cannot write a file in {}", target.string());
+}
+
+}  // namespace
+
+void validate(const Config& config, const Comm& comm) {
+  for (std::size_t a = 0; a < 4; ++a)
+    if (config.local[a] < 1 || config.local[a] > 1024)
+      reject(fmt::format("--local {} {} {} {}: sites per rank on axis {} must be in [1, 1024]", config.local[0],
+                         config.local[1], config.local[2], config.local[3], "xyzt"[a]));
+  long long fixed = 1;
+  for (std::size_t a = 0; a < 4; ++a) {
+    if (config.dims[a] < 0)
+      reject(fmt::format("--dims {} {} {} {}: ranks on axis {} must be >= 0 (0: automatic)", config.dims[0],
+                         config.dims[1], config.dims[2], config.dims[3], "xyzt"[a]));
+    if (config.dims[a] > 0) fixed *= config.dims[a];
+  }
+  if (comm.size() % fixed != 0)
+    reject(fmt::format("--dims {} {} {} {}: do not divide {} ranks", config.dims[0], config.dims[1], config.dims[2],
+                       config.dims[3], comm.size()));
+  double volume = 1;
+  for (long n : config.local) volume *= static_cast<double>(n);
+  if (volume > 64.0 * 64 * 64 * 64)
+    reject(fmt::format("--local {} {} {} {}: {:.0f} sites per rank, more than 64^4", config.local[0], config.local[1],
+                       config.local[2], config.local[3], volume));
+  if (!(config.kappa > 0 && config.kappa < 0.25))
+    reject(fmt::format("--kappa {}: must be in (0, 0.25) (D is invertible for kappa < 1/8 on any gauge field; beyond 0.25 it can be singular)", config.kappa));
+  if (!(config.tolerance > 0 && config.tolerance < 1))
+    reject(fmt::format("--tolerance {}: must be in (0, 1)", config.tolerance));
+  if (config.max_iterations < 1) reject(fmt::format("--max-iterations {}: must be >= 1", config.max_iterations));
+  if (config.exchanges < 0 || config.exchanges > 100'000'000)
+    reject(fmt::format("--exchanges {}: must be in [0, 1e8]", config.exchanges));
+  if (config.bins < 1 || config.bins > 1000) reject(fmt::format("--bins {}: must be in [1, 1000]", config.bins));
+  try {
+    (void)lattice_path_from_string(config.path);
+  } catch (const Error&) {
+    reject(fmt::format("--path {}: unknown path (pack, datatype or contiguous)", config.path));
+  }
+  if (!config.output.empty()) {
+    std::string problem;
+    if (comm.rank() == 0) {
+      problem = output_problem(config.output);
+      if (!problem.empty()) problem = fmt::format("--output {}: {}", config.output, problem);
+    }
+    agree(comm, "domex-lattice", problem);
+  }
+}
+
+}  // namespace domex::lattice

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The domex-lattice executable as a user runs it: a short run prints the
+# report and writes lattice.json (no .part left); the same CG iteration count
+# and residual on 1 and 2 ranks; an INI file works; bad values exit with 2,
+# name the value and write nothing; tools/plot_lattice.py draws the histogram
+# (when a python with matplotlib is given).
+# Usage: lattice_cli.sh DOMEX_LATTICE MPIEXEC "PREFLAGS" [PYTHON]
+set -euo pipefail
+lattice=$1 mpiexec=$2 preflags=$3 python=${4:-}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "lattice_cli: $*" >&2; exit 1; }
+# shellcheck disable=SC2086
+run() { local np=$1; shift; "$mpiexec" -n "$np" $preflags "$lattice" "$@"; }
+
+common=(--local 4 4 4 4 --exchanges 50 --bins 5 --tolerance 1e-9)
+run 2 "${common[@]}" --dims 1 1 1 2 --path contiguous --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
+  fail "2-rank run failed: $(cat "$work/two.err")"
+[[ -s "$work/two/lattice.json" ]] || fail "no lattice.json"
+[[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
+for needle in "CG iterations" "Gflop/s per rank" "communication alone" "communication + computation" "allreduce (max)"; do
+  grep -q "$needle" "$work/two.txt" || fail "no '$needle' in the report"
+done
+grep -q "CG iteration" "$work/two.err" || fail "no progress line"
+grep -q '"residuals": \[1,' "$work/two/lattice.json" || fail "no residual history in lattice.json"
+# The same global lattice (4x4x4x8) on one rank: same iterations and residual.
+printf 'local = 4 4 4 8\nexchanges = 0\ntolerance = 1e-9\npath = pack\noverlap = false\n' > "$work/one.ini"
+run 1 --config "$work/one.ini" --output "" > "$work/one.txt" 2> /dev/null || fail "1-rank run from INI failed"
+it1=$(grep "CG iterations" "$work/one.txt" | awk '{print $3}') it2=$(grep "CG iterations" "$work/two.txt" | awk '{print $3}')
+[[ -n "$it1" && "$it1" == "$it2" ]] || fail "iterations differ: 1 rank $it1, 2 ranks $it2"
+
+# expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
+expect_bad() {
+  local name=$1 needle=$2; shift 2
+  local status=0
+  run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
+  [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
+  grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
+  [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
+}
+expect_bad "kappa" "--kappa 0.3" --kappa 0.3 --output "$work/bad"
+expect_bad "path" "--path copyless" --path copyless --output "$work/bad"
+expect_bad "local" "--local 0 8 8 8" --local 0 8 8 8 --output "$work/bad"
+expect_bad "dims" "--dims 3 1 1 1" --dims 3 1 1 1 --output "$work/bad"
+printf 'local = 4 4 4 4\nkapa = 0.1\n' > "$work/typo.ini"
+expect_bad "INI typo" "kapa" --config "$work/typo.ini" --output "$work/bad"
+touch "$work/a-file"
+expect_bad "output under a file" "--output $work/a-file/out" --output "$work/a-file/out"
+
+if [[ -n "$python" ]]; then
+  "$python" "$root/tools/plot_lattice.py" "$work/two/lattice.json" -o "$work/plot.png" > /dev/null
+  [[ -s "$work/plot.png" ]] || fail "plot_lattice.py wrote no PNG"
+fi
+echo "lattice_cli: all checks passed"
