@@ -8,6 +8,7 @@
 //   mpirun -n 4 domex-bench lattice --local 16 16 16 16 --json lattice.json
 
 #include "command.hpp"
+#include "results.hpp"
 #include "timing.hpp"
 
 #include <domex/comm/reduce.hpp>
@@ -105,6 +106,7 @@ void run_lattice(const LatticeBenchOptions& options) {
                          options.batch);
   }
   const double blocking_s = summarize(blocking).median, overlapped_s = summarize(overlapped).median;
+  const Json where = provenance_json(comm);
   if (comm.rank() != 0) return;
 
   std::printf("lattice halo: %d ranks (dims %d x %d x %d x %d), %zu x %zu x %zu x %zu sites per rank, spinor %zu B/site,\n"
@@ -127,18 +129,19 @@ void run_lattice(const LatticeBenchOptions& options) {
               "per iteration (%.2fx)\n",
               1e3 * blocking_s, 1e3 * overlapped_s, blocking_s / overlapped_s);
   if (!options.json.empty()) {
-    std::string text = fmt::format(
-        "{{\"benchmark\": \"lattice\", \"ranks\": {}, \"dims\": [{}, {}, {}, {}], \"local\": [{}, {}, {}, {}], "
-        "\"site_bytes\": {}, \"memcpy_bytes_per_s\": {:.9g}, \"allreduce_blocking_s\": {:.9g}, "
-        "\"allreduce_overlapped_s\": {:.9g}, \"rows\": [\n",
-        comm.size(), dims[0], dims[1], dims[2], dims[3], options.local[0], options.local[1], options.local[2],
-        options.local[3], spinor_bytes, memcpy_bps, blocking_s, overlapped_s);
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      text += fmt::format("  {{\"path\": \"{}\", \"messages\": {}, \"bytes\": {}, \"exchange_s\": {:.9g}}}{}\n",
-                          rows[i].path, rows[i].messages, rows[i].bytes, rows[i].exchange_s,
-                          i + 1 < rows.size() ? "," : "");
-    text += "]}\n";
-    write_file(options.json, text, "domex-bench lattice");
+    Json list = Json::array();
+    for (const Row& r : rows)
+      list.push_back({{"path", r.path}, {"messages", r.messages}, {"bytes", r.bytes}, {"exchange_s", r.exchange_s}});
+    write_results(options.json, "lattice", where,
+                  {{"ranks", comm.size()},
+                   {"dims", {dims[0], dims[1], dims[2], dims[3]}},
+                   {"local", {options.local[0], options.local[1], options.local[2], options.local[3]}},
+                   {"site_bytes", spinor_bytes},
+                   {"memcpy_bytes_per_s", memcpy_bps},
+                   {"allreduce_blocking_s", blocking_s},
+                   {"allreduce_overlapped_s", overlapped_s},
+                   {"rows", list}},
+                  "domex-bench lattice");
   }
 }
 

@@ -16,21 +16,11 @@
 
 #include "wilson.hpp"
 
+#include <domex/comm/provenance.hpp>
+#include <nlohmann/json.hpp>
+
 namespace domex::lattice {
 namespace {
-
-/// "[a, b, c]" with full precision.
-std::string json_array(const std::vector<double>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += fmt::format("{}{:.9g}", i ? ", " : "", values[i]);
-  return out + "]";
-}
-
-std::string json_counts(const std::vector<std::size_t>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", values[i]);
-  return out + "]";
-}
 
 void print_histogram(const char* title, const Histogram& h) {
   const double width = (h.high - h.low) / static_cast<double>(h.counts.size());
@@ -41,9 +31,8 @@ void print_histogram(const char* title, const Histogram& h) {
                h.low + width * static_cast<double>(i + 1), h.counts[i], std::string(40 * h.counts[i] / most, '#'));
 }
 
-std::string histogram_json(const Histogram& h) {
-  return fmt::format("{{\"low_mb_s\": {:.9g}, \"high_mb_s\": {:.9g}, \"counts\": {}}}", h.low, h.high,
-                     json_counts(h.counts));
+nlohmann::ordered_json histogram_json(const Histogram& h) {
+  return {{"low_mb_s", h.low}, {"high_mb_s", h.high}, {"counts", h.counts}};
 }
 
 }  // namespace
@@ -170,21 +159,41 @@ void simulate(const Comm& comm, const Config& config) {
   }
   if (config.output.empty()) return;
   const fs::path folder = config.output;
-  const std::string json = fmt::format(
-      "{{\n  \"operator\": \"wilson\", \"kappa\": {:.9g}, \"seed\": {}, \"ranks\": {}, \"dims\": [{}, {}, {}, {}],\n"
-      "  \"local\": [{}, {}, {}, {}], \"global\": [{}, {}, {}, {}], \"path\": \"{}\", \"overlap\": {},\n"
-      "  \"iterations\": {}, \"converged\": {}, \"true_residual\": {:.9g}, \"residuals\": {},\n"
-      "  \"solve_seconds\": {:.9g}, \"compute_max\": {:.9g}, \"halo_max\": {:.9g}, \"allreduce_max\": {:.9g},\n"
-      "  \"gflops_per_rank\": {:.9g}, \"gflops_per_rank_min\": {:.9g}, \"flops_per_site\": {},\n"
-      "  \"messages_per_exchange\": {}, \"bytes_per_exchange\": {}, \"exchanges\": {},\n"
-      "  \"median_mb_s_alone\": {:.9g}, \"median_mb_s_with_compute\": {:.9g},\n"
-      "  \"histogram_alone\": {},\n  \"histogram_with_compute\": {}\n}}\n",
-      config.kappa, config.seed, comm.size(), dims[0], dims[1], dims[2], dims[3], config.local[0], config.local[1],
-      config.local[2], config.local[3], global[0], global[1], global[2], global[3], config.path,
-      config.overlap ? "true" : "false", result.iterations, result.converged ? "true" : "false", result.true_residual,
-      json_array(result.residuals), solve_wall, compute, halo_s, reduce_s, gflops_rank, gflops_min, flops_per_site,
-      halo.messages_per_exchange(), halo.bytes_per_exchange(), exchanges, median_alone, median_with,
-      histogram_json(h_alone), histogram_json(h_with));
+  const Provenance where = provenance(comm);  // collective, before rank 0 writes
+  using Json = nlohmann::ordered_json;
+  const Json document{
+      {"benchmark", "lattice"},
+      {"provenance",
+       {{"domex_version", where.domex_version}, {"git_commit", where.git_commit}, {"mpi_library", where.mpi_library},
+        {"compiler", where.compiler}, {"host", where.host}, {"date_utc", where.date_utc}, {"ranks", where.ranks}}},
+      {"operator", "wilson"},
+      {"kappa", config.kappa},
+      {"seed", config.seed},
+      {"ranks", comm.size()},
+      {"dims", {dims[0], dims[1], dims[2], dims[3]}},
+      {"local", {config.local[0], config.local[1], config.local[2], config.local[3]}},
+      {"global", {global[0], global[1], global[2], global[3]}},
+      {"path", config.path},
+      {"overlap", config.overlap},
+      {"iterations", result.iterations},
+      {"converged", result.converged},
+      {"true_residual", result.true_residual},
+      {"residuals", result.residuals},
+      {"solve_seconds", solve_wall},
+      {"compute_max", compute},
+      {"halo_max", halo_s},
+      {"allreduce_max", reduce_s},
+      {"gflops_per_rank", gflops_rank},
+      {"gflops_per_rank_min", gflops_min},
+      {"flops_per_site", flops_per_site},
+      {"messages_per_exchange", halo.messages_per_exchange()},
+      {"bytes_per_exchange", halo.bytes_per_exchange()},
+      {"exchanges", exchanges},
+      {"median_mb_s_alone", median_alone},
+      {"median_mb_s_with_compute", median_with},
+      {"histogram_alone", histogram_json(h_alone)},
+      {"histogram_with_compute", histogram_json(h_with)}};
+  const std::string json = document.dump(1) + "\n";
   // Rank 0 writes; a failure is an error on every rank.
   collectively(comm, [&] {
     if (!root) return;

@@ -24,7 +24,9 @@ for needle in "CG iterations" "Gflop/s per rank" "communication alone" "communic
   grep -q "$needle" "$work/two.txt" || fail "no '$needle' in the report"
 done
 grep -q "CG iteration" "$work/two.err" || fail "no progress line"
-grep -q '"residuals": \[1,' "$work/two/lattice.json" || fail "no residual history in lattice.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); r = d["residuals"]
+assert r[0] == 1 and len(r) > 1 and d["provenance"]["ranks"] == 2' "$work/two/lattice.json" ||
+  fail "lattice.json: not valid JSON, no residual history or no provenance"
 # The same global lattice (4x4x4x8) on one rank: same iterations and residual.
 printf 'local = 4 4 4 8\nexchanges = 0\ntolerance = 1e-9\npath = pack\noverlap = false\n' > "$work/one.ini"
 run 1 --config "$work/one.ini" --output "" > "$work/one.txt" 2> /dev/null || fail "1-rank run from INI failed"
