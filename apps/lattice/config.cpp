@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "config.hpp"
 
+#include "files.hpp"  // output_problem
+
 #include <domex/comm/collective.hpp>
 #include <domex/halo/lattice.hpp>
 
@@ -16,37 +18,6 @@ namespace {
 
 [[noreturn]] void reject(std::string_view what) { fail("domex-lattice", what); }
 
-/// Why `folder` cannot be used for output ("" if it can): created, probed with
-/// a file and removed again, so validation writes nothing.
-std::string output_problem(const std::filesystem::path& folder) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path target = fs::absolute(folder, error);
-  if (error) return error.message();
-  fs::path existing = target;
-  while (!fs::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
-  if (!fs::is_directory(existing, error)) return fmt::format("{} is not a folder", existing.string());
-  const auto remove_created = [&] {
-    for (fs::path p = target; p != existing && p.has_relative_path(); p = p.parent_path()) fs::remove(p, error);
-  };
-  fs::create_directories(target, error);
-  if (error) {
-    const std::string why = error.message();
-    remove_created();
-    return why;
-  }
-  const fs::path probe = target / ".domex-write-probe";
-  bool written = false;
-  {
-    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
-    out << "probe\n";
-    out.close();
-    written = static_cast<bool>(out);
-  }
-  fs::remove(probe, error);
-  remove_created();
-  return written ? "" : fmt::format("cannot write a file in {}", target.string());
-}
 
 }  // namespace
 
@@ -86,7 +57,7 @@ void validate(const Config& config, const Comm& comm) {
   if (!config.output.empty()) {
     std::string problem;
     if (comm.rank() == 0) {
-      problem = output_problem(config.output);
+      problem = apps::output_problem(config.output);
       if (!problem.empty()) problem = fmt::format("--output {}: {}", config.output, problem);
     }
     agree(comm, "domex-lattice", problem);

@@ -52,18 +52,6 @@ Histogram histogram(const std::vector<double>& samples, int bins) {
   return h;
 }
 
-void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  const std::filesystem::path part = path.string() + ".part";
-  {
-    std::ofstream out(part, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) fail("write_file", fmt::format("cannot write {}", part.string()));
-  }
-  std::error_code error;
-  std::filesystem::rename(part, path, error);
-  if (error) fail("write_file", fmt::format("rename {} to {}: {}", part.string(), path.string(), error.message()));
-}
 
 void simulate(const Comm& comm, const Config& config) {
   namespace fs = std::filesystem;

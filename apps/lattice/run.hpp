@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "files.hpp"
 
 namespace domex::lattice {
 
@@ -24,8 +25,6 @@ struct Histogram {
 /// Collective over `comm`; throws domex::Error on every rank.
 void simulate(const Comm& comm, const Config& config);
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// reader never sees a half-written file.
-void write_file(const std::filesystem::path& path, std::string_view bytes);
+using domex::apps::write_file;  // all-or-nothing (files.hpp)
 
 }  // namespace domex::lattice

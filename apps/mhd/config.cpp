@@ -10,6 +10,7 @@
 #include <fstream>
 #include <system_error>
 
+#include "files.hpp"   // output_problem
 #include "output.hpp"  // collectively
 #include "solver.hpp"  // Solver::bytes_per_cell
 
@@ -19,44 +20,6 @@ namespace {
 constexpr int max_depth = 8;
 
 [[noreturn]] void reject(std::string_view what) { fail("domex-mhd", what); }
-
-/// Why `folder` cannot be used for output ("" if it can). Tried for real:
-/// the folder is created and a probe file written and removed, because a
-/// permission check alone passes as root on read-only or pseudo file systems
-/// (/proc, a read-only mount) where the run would fail later. Folders the
-/// probe created are removed again, so validation writes nothing.
-std::string output_problem(const std::filesystem::path& folder) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::path target = fs::absolute(folder, error);
-  if (error) return error.message();
-  fs::path existing = target;
-  while (!fs::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
-  if (!fs::is_directory(existing, error)) return fmt::format("{} is not a folder", existing.string());
-  const auto remove_created = [&] {
-    for (fs::path p = target; p != existing && p.has_relative_path(); p = p.parent_path()) fs::remove(p, error);
-  };
-  fs::create_directories(target, error);
-  if (error) {
-    const std::string why = error.message();
-    remove_created();
-    return why;
-  }
-  const fs::path probe = target / ".domex-write-probe";
-  {
-    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
-    out << "probe\n";
-    out.close();
-    if (!out) {
-      fs::remove(probe, error);
-      remove_created();
-      return fmt::format("cannot write a file in {}", target.string());
-    }
-  }
-  fs::remove(probe, error);
-  remove_created();
-  return "";
-}
 
 /// Bytes of memory this node has available, from /proc/meminfo (MemAvailable),
 /// else the physical pages; 0 if unknown.
@@ -180,7 +143,7 @@ void validate(const Config& config, const Comm& comm) {
   if (!config.output.empty())
     collectively(comm, [&] {
       if (comm.rank() != 0) return;
-      const std::string why = output_problem(config.output);
+      const std::string why = apps::output_problem(config.output);
       if (!why.empty()) reject(fmt::format("--output {}: cannot create the folder: {}", config.output, why));
     });
 }

@@ -270,17 +270,5 @@ void write_vtk(const Solver& solver, const std::filesystem::path& path) {
   grid.comm().barrier();  // the file is complete when any rank returns
 }
 
-void write_file(const std::filesystem::path& path, std::string_view bytes) {
-  const std::filesystem::path part = path.string() + ".part";
-  {
-    std::ofstream out(part, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) fail("write_file", fmt::format("cannot write {}", part.string()));
-  }
-  std::error_code error;
-  std::filesystem::rename(part, path, error);
-  if (error) fail("write_file", fmt::format("rename {} to {}: {}", part.string(), path.string(), error.message()));
-}
 
 }  // namespace domex::mhd

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "files.hpp"
 #include "solver.hpp"
 
 namespace domex::mhd {
@@ -37,8 +38,6 @@ struct Image {
 /// cells contiguous in the file), and rank 0 renames it to `path` when complete.
 void write_vtk(const Solver& solver, const std::filesystem::path& path);
 
-/// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
-/// sees a half-written file. Throws domex::Error naming the path.
-void write_file(const std::filesystem::path& path, std::string_view bytes);
+using domex::apps::write_file;  // all-or-nothing (files.hpp)
 
 }  // namespace domex::mhd

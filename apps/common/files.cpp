@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "files.hpp"
+
+#include <domex/comm/error.hpp>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <system_error>
+
+namespace domex::apps {
+
+void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  const std::filesystem::path part = path.string() + ".part";
+  {
+    std::ofstream out(part, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) fail("write_file", fmt::format("cannot write {}", part.string()));
+  }
+  std::error_code error;
+  std::filesystem::rename(part, path, error);
+  if (error) fail("write_file", fmt::format("rename {} to {}: {}", part.string(), path.string(), error.message()));
+}
+
+std::string output_problem(const std::filesystem::path& folder) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const fs::path target = fs::absolute(folder, error);
+  if (error) return error.message();
+  fs::path existing = target;
+  while (!fs::exists(existing, error) && existing.has_relative_path()) existing = existing.parent_path();
+  if (!fs::is_directory(existing, error)) return fmt::format("{} is not a folder", existing.string());
+  const auto remove_created = [&] {
+    for (fs::path p = target; p != existing && p.has_relative_path(); p = p.parent_path()) fs::remove(p, error);
+  };
+  fs::create_directories(target, error);
+  if (error) {
+    const std::string why = error.message();
+    remove_created();
+    return why;
+  }
+  const fs::path probe = target / ".domex-write-probe";
+  {
+    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+    out << "probe\n";
+    out.close();
+    if (!out) {
+      fs::remove(probe, error);
+      remove_created();
+      return fmt::format("cannot write a file in {}", target.string());
+    }
+  }
+  fs::remove(probe, error);
+  remove_created();
+  return "";
+}
+
+
+}  // namespace domex::apps

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// Files of the applications: every output appears complete or not at all,
+// and an output folder is tried for real before a run starts.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace domex::apps {
+
+/// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
+/// sees a half-written file. Throws domex::Error naming the path.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
+
+/// Why `folder` cannot be used for output ("" if it can). Tried for real: the
+/// folder is created and a probe file written and removed, because a
+/// permission check alone passes as root on read-only or pseudo file systems
+/// (/proc, a read-only mount) where the run would fail later. Folders the
+/// probe created are removed again, so the check writes nothing.
+[[nodiscard]] std::string output_problem(const std::filesystem::path& folder);
+
+}  // namespace domex::apps
