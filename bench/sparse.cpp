@@ -198,14 +198,19 @@ void run_sparse(const SparseOptions& options) {
         unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
                                         stats.bytes_received};
         comm.allreduce_in_place(std::span<unsigned long long>(counts), MPI_MAX);
-        const std::string label = algorithms[a] == Algorithm::automatic
-                                      ? "auto->" + std::string(to_string(stats.algorithm))
-                                      : std::string(to_string(algorithms[a]));
-        Row row{label, pattern, bytes, algorithms[a], stats.algorithm, "", 0, 0, summarize(samples[a]),
+        // automatic: the choice of the row's class (the one with the most
+        // calls), not whatever the last call ran (it may have been a recheck).
+        const AutomaticClass* row_class = nullptr;
+        for (const auto& c : report.classes)
+          if (!row_class || c.calls > row_class->calls) row_class = &c;
+        const Algorithm ran =
+            algorithms[a] == Algorithm::automatic && row_class ? row_class->chosen : stats.algorithm;
+        const std::string label = algorithms[a] == Algorithm::automatic ? "auto->" + std::string(to_string(ran))
+                                                                        : std::string(to_string(algorithms[a]));
+        Row row{label, pattern, bytes, algorithms[a], ran, "", 0, 0, summarize(samples[a]),
                 samples[a].size(), counts[0], counts[1], counts[2], counts[3]};
         if (algorithms[a] == Algorithm::automatic) {
-          for (const auto& c : report.classes)
-            if (c.chosen == stats.algorithm) row.how = c.how;
+          if (row_class) row.how = row_class->how;
           row.learning_calls = learning_calls;
           row.learning_cost = best_calls > 0 ? automatic_first / best_calls : 0;
         }
