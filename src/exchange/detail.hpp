@@ -61,6 +61,23 @@ struct Call {
 /// (destination out of range or repeated, offsets inconsistent), or nothing.
 std::optional<std::string> invalid(const SendView& send, int size);
 
+/// The piece and window sizes of a call, and what is wrong with its input
+/// (nothing when `problem` is empty): checked before anything is sent.
+struct CheckedCall {
+  std::size_t piece;   ///< bytes per MPI message (the default where the option was invalid)
+  std::size_t window;  ///< rma_passive data space per rank
+  std::optional<std::string> problem;
+  /// The send side to use: `send`, or an empty one where this rank's input is
+  /// invalid (it then takes part with no messages and tells the others).
+  [[nodiscard]] SendView sent(const SendView& send) const {
+    return problem ? SendView{{}, {}, nullptr, send.element_size, 0} : send;
+  }
+};
+/// Default piece: 1 GiB per MPI message.
+inline constexpr std::size_t default_piece = std::size_t{1} << 30;
+/// Checks `options` (piece and window sizes within int) and `send` for `comm`.
+CheckedCall check_call(const Comm& comm, const SendView& send, const ExchangeOptions& options);
+
 /// Sorts received messages by source (stable: a no-op when they arrived in
 /// order) and turns byte offsets into element offsets; throws if a message is
 /// not a whole number of elements.

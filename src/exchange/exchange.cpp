@@ -19,7 +19,6 @@ namespace domex::detail {
 
 namespace {
 
-constexpr std::size_t default_piece = std::size_t{1} << 30;  // 1 GiB
 constexpr std::size_t default_rma_window = std::size_t{4} << 20;
 
 }  // namespace
@@ -281,24 +280,28 @@ std::vector<int>& int_scratch(std::size_t size) {
   return values;
 }
 
+CheckedCall check_call(const Comm& comm, const SendView& send, const ExchangeOptions& options) {
+  CheckedCall checked{options.max_message_bytes ? options.max_message_bytes : default_piece,
+                      options.rma_window_bytes ? options.rma_window_bytes : default_rma_window, std::nullopt};
+  if (checked.piece > static_cast<std::size_t>(INT_MAX)) {
+    checked.problem = fmt::format("max_message_bytes {} exceeds INT_MAX", checked.piece);
+    checked.piece = default_piece;
+  } else if (checked.window > static_cast<std::size_t>(INT_MAX)) {
+    checked.problem = fmt::format("rma_window_bytes {} exceeds INT_MAX", checked.window);
+    checked.window = default_rma_window;
+  } else {
+    checked.problem = invalid(send, comm.size());
+  }
+  return checked;
+}
+
 ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, const ExchangeOptions& options) {
   // Invalid input on one rank is an error on every rank: the rank takes part
   // with no messages and folds the news into the algorithm's own
   // synchronisation (see detail.hpp), then all throw the same domex::Error.
-  std::size_t piece = options.max_message_bytes ? options.max_message_bytes : default_piece;
-  std::optional<std::string> problem;
-  if (piece > static_cast<std::size_t>(INT_MAX)) {
-    problem = fmt::format("max_message_bytes {} exceeds INT_MAX", piece);
-    piece = default_piece;
-  }
-  std::size_t window = options.rma_window_bytes ? options.rma_window_bytes : default_rma_window;
-  if (!problem && window > static_cast<std::size_t>(INT_MAX)) {
-    problem = fmt::format("rma_window_bytes {} exceeds INT_MAX", window);
-    window = default_rma_window;
-  }
-  if (!problem) problem = invalid(send, comm.size());
-  const SendView empty{{}, {}, nullptr, send.element_size, 0};
-  const SendView& sent = problem ? empty : send;
+  const CheckedCall checked = check_call(comm, send, options);
+  const auto& problem = checked.problem;
+  const SendView sent = checked.sent(send);
 
   // Basic guarantee for `into`: on any error it is left empty and reusable.
   into.clear();
@@ -309,7 +312,7 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
     stats.algorithm = automatic.algorithm;
     stats.learned = automatic.learned;
     const double start = automatic.timed ? MPI_Wtime() : 0.0;
-    Call call{comm, sent, into, stats, comm.next_tag(), piece, window};
+    Call call{comm, sent, into, stats, comm.next_tag(), checked.piece, checked.window};
     call.failed_here = problem.has_value();
     switch (stats.algorithm) {
       case Algorithm::alltoall: run_alltoall(call); break;

@@ -15,26 +15,13 @@
 
 namespace domex::detail {
 
-namespace {
-constexpr std::size_t default_piece = std::size_t{1} << 30;
-
-/// What exchange_bytes checks before it communicates; the empty send side
-/// replaces an invalid one (the rank then takes part with no messages).
-std::optional<std::string> check(const Comm& comm, const SendView& send, const ExchangeOptions& options,
-                                 std::size_t& piece) {
-  piece = options.max_message_bytes ? options.max_message_bytes : default_piece;
-  if (piece > static_cast<std::size_t>(INT_MAX)) {
-    piece = default_piece;
-    return fmt::format("max_message_bytes {} exceeds INT_MAX", options.max_message_bytes);
-  }
-  return invalid(send, comm.size());
-}
-}  // namespace
 
 struct PendingBytes::State {
   State(Comm& comm, const SendView& send, const ExchangeOptions& options) : comm(comm), send(send) {
-    problem = check(comm, send, options, piece);
-    if (problem) this->send = SendView{{}, {}, nullptr, send.element_size, 0};
+    const CheckedCall checked = check_call(comm, send, options);
+    problem = checked.problem;
+    piece = checked.piece;
+    this->send = checked.sent(send);
     tag = comm.next_tag();
   }
   Comm& comm;
@@ -99,12 +86,12 @@ ExchangeStats PendingBytes::finish(RecvStore& into) {
 
 ExchangeStats exchange_each_bytes(Comm& comm, const SendView& send, const MessageHandler& each,
                                   const ExchangeOptions& options) {
-  std::size_t piece = default_piece;
-  const auto problem = check(comm, send, options, piece);
-  const SendView sent = problem ? SendView{{}, {}, nullptr, send.element_size, 0} : send;
+  const CheckedCall checked = check_call(comm, send, options);
+  const auto& problem = checked.problem;
+  const SendView sent = checked.sent(send);
   RecvStore unused;
   ExchangeStats stats{.algorithm = Algorithm::nbx};
-  Call call{comm, sent, unused, stats, comm.next_tag(), piece, 0};
+  Call call{comm, sent, unused, stats, comm.next_tag(), checked.piece, 0};
   call.failed_here = problem.has_value();
   // The handler's exceptions wait until the exchange is complete everywhere;
   // messages of a size that is not a whole number of elements are an error.

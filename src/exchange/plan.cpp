@@ -20,7 +20,6 @@
 namespace domex::detail {
 
 namespace {
-constexpr std::size_t default_piece = std::size_t{1} << 30;
 constexpr int plan_tag = 0;  // the plan's own communicator: one tag is enough
 }  // namespace
 
