@@ -17,12 +17,7 @@ namespace domex::bench {
 using Json = nlohmann::ordered_json;
 
 /// domex version, git commit, MPI library, compiler, host, date, ranks.
-inline Json provenance_json(const Comm& comm) {
-  const Provenance p = provenance(comm);
-  return Json{{"domex_version", p.domex_version}, {"git_commit", p.git_commit}, {"mpi_library", p.mpi_library},
-              {"compiler", p.compiler},           {"host", p.host},             {"date_utc", p.date_utc},
-              {"ranks", p.ranks}};
-}
+inline Json provenance_json(const Comm& comm) { return Json(provenance(comm)); }
 
 /// Writes a results file: {"benchmark": name, "provenance": {...}, then
 /// `fields`} (through a temporary renamed at the end). Local: call it on one

@@ -151,9 +151,7 @@ void simulate(const Comm& comm, const Config& config) {
   using Json = nlohmann::ordered_json;
   const Json document{
       {"benchmark", "lattice"},
-      {"provenance",
-       {{"domex_version", where.domex_version}, {"git_commit", where.git_commit}, {"mpi_library", where.mpi_library},
-        {"compiler", where.compiler}, {"host", where.host}, {"date_utc", where.date_utc}, {"ranks", where.ranks}}},
+      {"provenance", where},
       {"operator", "wilson"},
       {"kappa", config.kappa},
       {"seed", config.seed},

@@ -116,9 +116,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
                             {"calls", row.calls}});
   const Json document{
       {"benchmark", "mhd"},
-      {"provenance",
-       {{"domex_version", where.domex_version}, {"git_commit", where.git_commit}, {"mpi_library", where.mpi_library},
-        {"compiler", where.compiler}, {"host", where.host}, {"date_utc", where.date_utc}, {"ranks", where.ranks}}},
+      {"provenance", where},
       {"problem", config.problem},
       {"ranks", comm.size()},
       {"dims", {dims[0], dims[1], dims[2]}},

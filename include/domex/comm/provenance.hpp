@@ -20,6 +20,15 @@ struct Provenance {
   int ranks = 1;              ///< size of the communicator
 };
 
+/// For nlohmann::json (found by argument-dependent lookup, so domex itself
+/// needs no JSON library): `json{{"provenance", domex::provenance(comm)}}`.
+template <class Json>
+void to_json(Json& json, const Provenance& p) {
+  json = Json{{"domex_version", p.domex_version}, {"git_commit", p.git_commit}, {"mpi_library", p.mpi_library},
+              {"compiler", p.compiler},           {"host", p.host},             {"date_utc", p.date_utc},
+              {"ranks", p.ranks}};
+}
+
 /// Collective over `comm` (rank 0's host name and clock are broadcast, so
 /// every rank returns the same record).
 [[nodiscard]] Provenance provenance(const Comm& comm);
