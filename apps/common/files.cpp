@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <exception>
 #include <fstream>
 #include <system_error>
 
@@ -56,5 +58,18 @@ std::string output_problem(const std::filesystem::path& folder) {
   return "";
 }
 
+
+int main_of(const char* name, int argc, char** argv, int (*run)(int, char**)) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    status = run(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: rank %d: %s\n", name, world_rank(), error.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return status;
+}
 
 }  // namespace domex::apps

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
-// Files of the applications: every output appears complete or not at all,
-// and an output folder is tried for real before a run starts.
+// What the applications share: their main(), files that appear complete or
+// not at all,
+// and an output folder tried for real before a run starts.
 
 #include <filesystem>
 #include <string>
@@ -19,5 +20,10 @@ void write_file(const std::filesystem::path& path, std::string_view bytes);
 /// (/proc, a read-only mount) where the run would fail later. Folders the
 /// probe created are removed again, so the check writes nothing.
 [[nodiscard]] std::string output_problem(const std::filesystem::path& folder);
+
+/// The main() of an MPI application: MPI_Init, `run`, MPI_Finalize, and an
+/// exception that escapes `run` (a bug: expected errors are handled there)
+/// printed as "<name>: rank R: <what>" before MPI_Abort. Returns run's status.
+int main_of(const char* name, int argc, char** argv, int (*run)(int, char**));
 
 }  // namespace domex::apps

@@ -51,15 +51,4 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  int status = 0;
-  try {
-    status = run(argc, argv);
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "domex-lattice: rank %d: %s\n", domex::world_rank(), error.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return status;
-}
+int main(int argc, char** argv) { return domex::apps::main_of("domex-lattice", argc, argv, run); }
