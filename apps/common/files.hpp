@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 // What the applications share: their main(), files that appear complete or
-// not at all,
-// and an output folder tried for real before a run starts.
+// not at all, and an output folder tried for real before a run starts.
 
 #include <filesystem>
 #include <string>
