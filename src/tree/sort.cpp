@@ -74,4 +74,37 @@ void sort_by_key(std::span<KeyIndex> items, int threads) {
   }
 }
 
+namespace {
+
+/// Textbook top-down merge sort of items[begin, end) through `buffer`, down
+/// to single items (no small-run cutoff, as the code FDPS replaced); the two
+/// halves run as OpenMP tasks while `depth` > 0.
+void merge_sort(KeyIndex* items, KeyIndex* buffer, std::size_t n, int depth) {
+  if (n < 2) return;
+  const std::size_t half = n / 2;
+  if (depth > 0) {
+#pragma omp task default(none) firstprivate(items, buffer, half, depth)
+    merge_sort(items, buffer, half, depth - 1);
+#pragma omp task default(none) firstprivate(items, buffer, half, n, depth)
+    merge_sort(items + half, buffer + half, n - half, depth - 1);
+#pragma omp taskwait
+  } else {
+    merge_sort(items, buffer, half, 0);
+    merge_sort(items + half, buffer + half, n - half, 0);
+  }
+  std::merge(items, items + half, items + half, items + n, buffer);
+  std::copy(buffer, buffer + n, items);
+}
+
+}  // namespace
+
+void merge_sort_by_key(std::span<KeyIndex> items, int threads) {
+  std::vector<KeyIndex> buffer(items.size());
+  int depth = 0;
+  while ((1 << depth) < threads) ++depth;
+#pragma omp parallel num_threads(std::max(1, threads))
+#pragma omp single
+  merge_sort(items.data(), buffer.data(), items.size(), depth);
+}
+
 }  // namespace domex

@@ -38,8 +38,9 @@ LetMode let_mode_from_string(std::string_view name) {
 
 namespace {
 
-/// One LET entry: a particle (quadrupole zero) or a pseudo-particle standing
-/// for a cell, with the Morton key of its position.
+/// One LET entry: a particle or a pseudo-particle standing for a cell, with
+/// the Morton key of its position. A particle has no quadrupole: its first
+/// three slots carry its velocity instead (zero unless velocities were given).
 struct LetItem {
   Moments moments;
   MortonKey key;
@@ -98,9 +99,22 @@ double opening_length(const Box& box, const Point& centre) noexcept {
 /// box to its centre of mass exceeds size / theta (FDPS's test, with size the
 /// cell's edge or its b_max if longer); a source whose box overlaps the
 /// targets is always opened, so no particle sees itself inside a cell.
-bool well_separated(const Box& targets, const Box& source_box, const Point& centre, double size,
-                    double theta2) noexcept {
-  return !overlaps(targets, source_box) && distance2(targets, centre) * theta2 > size * size;
+/// Squared distance between two boxes (0 when they touch or overlap).
+double box_distance2(const Box& a, const Box& b) noexcept {
+  double d2 = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double d = std::max({a.lo[k] - b.hi[k], b.lo[k] - a.hi[k], 0.0});
+    d2 += d * d;
+  }
+  return d2;
+}
+
+/// ... and with a search radius (search2 = its square, > 0), a source whose
+/// box comes within it of the targets is opened too, down to particles.
+bool well_separated(const Box& targets, const Box& source_box, const Point& centre, double size, double theta2,
+                    double search2) noexcept {
+  return !overlaps(targets, source_box) && distance2(targets, centre) * theta2 > size * size &&
+         (search2 == 0 || box_distance2(targets, source_box) > search2);
 }
 
 Box empty_box() noexcept {
@@ -190,6 +204,7 @@ struct TreeForce::State {
   std::vector<MortonKey> keys;
   std::vector<Point> positions;
   std::vector<double> masses;
+  std::vector<Point> velocities;  // empty unless given
   std::vector<std::size_t> perm;  // sorted index -> caller's index
   std::vector<Point> sorted_acc;
   Octree local;
@@ -214,6 +229,7 @@ struct TreeForce::State {
   std::vector<Point> source_positions;
   std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for the vectorised gather
   std::vector<double> source_masses;
+  std::vector<Point> source_velocities;  // empty unless velocities were given
   std::vector<Quadrupole> source_quadrupoles;
   std::vector<std::uint8_t> source_pseudo;
   Octree global;
@@ -227,21 +243,27 @@ struct TreeForce::State {
   std::vector<ThreadBuffers> buffers;
 
   [[nodiscard]] double theta2() const { return options.theta * options.theta; }
+  [[nodiscard]] double search2() const { return options.search_radius * options.search_radius; }
+  [[nodiscard]] bool separated(const Box& targets, const Box& source_box, const Point& centre, double size) const {
+    return well_separated(targets, source_box, centre, size, theta2(), search2());
+  }
   [[nodiscard]] bool root_stands_in(int from, int to) const;
   [[nodiscard]] bool sends_let(int from, int to) const;
-  void build_local_tree(std::span<const Point> x, std::span<const double> m, bool build);
+  void build_local_tree(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, bool build);
   void build_let(bool build);
   void exchange_let(bool build);
   void build_global_tree(bool build);
   void walk(const Box& targets, ThreadBuffers& b) const;
-  void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user);
-  void forces(const UserKernel* user, bool build, Profile& profile);
+  void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
+  void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
+  void compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, std::span<Point> a,
+               const UserKernel* user, const NearKernel* near, Profile& profile);
 };
 
 bool TreeForce::State::root_stands_in(int from, int to) const {
   const RankSummary &source = summaries[static_cast<std::size_t>(from)], &target = summaries[static_cast<std::size_t>(to)];
   if (from == to || source.count == 0 || target.count == 0) return false;
-  return well_separated(target.bounds, source.bounds, source.root.centre, opening_length(source.bounds, source.root.centre), theta2());
+  return separated(target.bounds, source.bounds, source.root.centre, opening_length(source.bounds, source.root.centre));
 }
 
 bool TreeForce::State::sends_let(int from, int to) const {
@@ -250,15 +272,16 @@ bool TreeForce::State::sends_let(int from, int to) const {
   switch (options.let) {
     case LetMode::alltoallv: return true;
     case LetMode::p2p_exact:
-      return !well_separated(enclosing_cell(target.bounds, options.root), source.bounds, source.root.centre,
-                             opening_length(source.bounds, source.root.centre), theta2());
+      return !separated(enclosing_cell(target.bounds, options.root), source.bounds, source.root.centre,
+                        opening_length(source.bounds, source.root.centre));
     case LetMode::p2p_fast:
     case LetMode::sparse: return !root_stands_in(from, to);
   }
   return true;
 }
 
-void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<const double> m, bool build) {
+void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<const double> m, std::span<const Point> v,
+                                        bool build) {
   const std::size_t n = x.size();
   if (build) {
     double start = MPI_Wtime();
@@ -267,7 +290,10 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     for (std::size_t i = 0; i < n; ++i) order[i] = {morton_key_unchecked(x[i], options.root), i};
     stats.keys_s += MPI_Wtime() - start;
     start = MPI_Wtime();
-    sort_by_key(order, threads);
+    if (options.sort == SortMethod::merge)
+      merge_sort_by_key(order, threads);
+    else
+      sort_by_key(order, threads);
     stats.sort_s += MPI_Wtime() - start;
     start = MPI_Wtime();
     keys.resize(n);
@@ -279,6 +305,10 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
   masses.resize(n);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t k = 0; k < n; ++k) positions[k] = x[perm[k]], masses[k] = m[perm[k]];
+  velocities.resize(v.empty() ? 0 : n);
+  if (!v.empty())
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::size_t k = 0; k < n; ++k) velocities[k] = v[perm[k]];
   if (build) {
     local.build(keys, options.root, options.leaf_limit);
     groups = local.groups(static_cast<std::size_t>(options.group_limit));
@@ -322,7 +352,7 @@ void TreeForce::State::build_let(bool build) {
           stack.pop_back();
           const TreeCell& cell = local.cells()[c];
           if (cell.count() == 0) continue;
-          if (well_separated(target, cell.box, cell.moments.centre, cell.opening, theta2())) {
+          if (separated(target, cell.box, cell.moments.centre, cell.opening)) {
             send_refs.push_back({c, 1});
           } else if (cell.leaf()) {
             for (std::uint32_t k = cell.begin; k < cell.end; ++k) send_refs.push_back({k, 0});
@@ -344,6 +374,8 @@ void TreeForce::State::build_let(bool build) {
     } else {
       item.moments.mass = masses[ref.index];
       item.moments.centre = positions[ref.index];
+      if (!velocities.empty())
+        for (int a = 0; a < 3; ++a) item.moments.quadrupole[static_cast<std::size_t>(a)] = velocities[ref.index][a];
     }
     item.key = morton_key_unchecked(item.moments.centre, options.root);
     send_items[k] = item;
@@ -482,6 +514,8 @@ void TreeForce::State::build_global_tree(bool build) {
   source_masses.resize(total);
   source_pseudo.resize(total);
   if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
+  const bool with_velocities = !velocities.empty();
+  source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
   source_x.resize(total);
   source_y.resize(total);
   source_z.resize(total);
@@ -491,6 +525,7 @@ void TreeForce::State::build_global_tree(bool build) {
       source_positions[k] = positions[origin.index];
       source_masses[k] = masses[origin.index];
       source_pseudo[k] = 0;
+      if (with_velocities) source_velocities[k] = velocities[origin.index];
       continue;
     }
     const Moments& m = origin.kind == SourceOrigin::received ? received[origin.index].moments
@@ -498,7 +533,11 @@ void TreeForce::State::build_global_tree(bool build) {
     source_positions[k] = m.centre;
     source_masses[k] = m.mass;
     source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
-    if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+    if (source_pseudo[k]) {
+      if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+    } else if (with_velocities) {
+      source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
+    }
   }
   for (std::size_t k = 0; k < total; ++k) {
     source_x[k] = source_positions[k][0];
@@ -544,7 +583,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
       b.epj.push_back(begin), b.epj.push_back(end);
   };
   const WalkNode* nodes = walk_nodes.data();
-  const double theta_2 = theta2();
+  const double theta_2 = theta2(), search_2 = search2();
   while (!b.stack.empty()) {
     const std::uint32_t c = b.stack.back();
     b.stack.pop_back();
@@ -553,7 +592,17 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
     bool overlap = true;
     for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
     const double opening = node.opening;
-    if (!overlap && distance2(targets, node.centre) * theta_2 > opening * opening) {
+    bool far = !overlap && distance2(targets, node.centre) * theta_2 > opening * opening;
+    if (far && search_2 > 0) {
+      double gap2 = 0;
+      for (int a = 0; a < 3; ++a) {
+        const double gap = std::max({targets.lo[a] - static_cast<double>(node.hi[a]),
+                                     static_cast<double>(node.lo[a]) - targets.hi[a], 0.0});
+        gap2 += gap * gap;
+      }
+      far = gap2 > search_2;
+    }
+    if (far) {
       b.spj.push_back(c);
     } else if (node.child_count == 0) {
       if (!node.has_pseudo) {
@@ -572,7 +621,8 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
   }
 }
 
-void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user) {
+void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user,
+                                const NearKernel* near) {
   const TreeCell& cell = local.cells()[groups[group]];
   const std::size_t begin = cell.begin, count = cell.count();
   const auto spj_moments_of = [&](std::uint32_t entry) {
@@ -584,18 +634,22 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     return source_tree().cells()[entry].moments;
   };
   std::span<Point> acc(sorted_acc.data() + begin, count);
+  const TargetGroup target_group{
+      std::span<const Point>(positions.data() + begin, count), std::span<const double>(masses.data() + begin, count),
+      std::span<const std::size_t>(perm.data() + begin, count),
+      velocities.empty() ? std::span<const Point>() : std::span<const Point>(velocities.data() + begin, count), acc};
   b.epj_interactions += count * b.epj_count;
   b.spj_interactions += count * b.spj.size();
   if (user) {
     b.user_epj.clear();
     for (std::size_t r = 0; r < b.epj.size(); r += 2)
-      for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k) b.user_epj.push_back({source_positions[k], source_masses[k]});
+      for (std::uint32_t k = b.epj[r]; k < b.epj[r + 1]; ++k)
+        b.user_epj.push_back({source_positions[k], source_masses[k],
+                              source_velocities.empty() ? Point{0, 0, 0} : source_velocities[k]});
     b.spj_moments.resize(b.spj.size());
     for (std::size_t j = 0; j < b.spj.size(); ++j) b.spj_moments[j] = spj_moments_of(b.spj[j]);
     for (Point& a : acc) a = {0, 0, 0};
-    (*user)({std::span<const Point>(positions.data() + begin, count), std::span<const double>(masses.data() + begin, count),
-             std::span<const std::size_t>(perm.data() + begin, count), acc},
-            b.user_epj, b.spj_moments);
+    (*user)(target_group, b.user_epj, b.spj_moments);
     return;
   }
   // fp32 relative to the centre of the group's box.
@@ -660,9 +714,11 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
   if (options.quadrupole)
     quadrupole_kernel(std::span<const Point>(positions.data() + begin, count), acc, b.spj_moments,
                       options.softening * options.softening);
+  if (near)
+    (*near)(target_group, NearSources{source_x, source_y, source_z, source_masses, source_velocities, b.epj});
 }
 
-void TreeForce::State::forces(const UserKernel* user, bool build, Profile& profile) {
+void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile) {
   if (buffers.size() != static_cast<std::size_t>(threads)) buffers.resize(static_cast<std::size_t>(threads));
   for (ThreadBuffers& b : buffers) b.walk_s = b.kernel_s = 0, b.epj_interactions = b.spj_interactions = 0;
   sorted_acc.resize(positions.size());
@@ -690,7 +746,7 @@ void TreeForce::State::forces(const UserKernel* user, bool build, Profile& profi
         for (std::size_t r = 0; r < b.epj.size(); r += 2) b.epj_count += b.epj[r + 1] - b.epj[r];
       }
       const double t1 = omp_get_wtime();
-      evaluate(group, b, user);
+      evaluate(group, b, user, near);
       b.walk_s += t1 - t0;
       b.kernel_s += omp_get_wtime() - t1;
     }
@@ -721,6 +777,8 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
   if (options.group_limit < 1) bad("group_limit " + std::to_string(options.group_limit) + " < 1");
   if (options.reuse < 1) bad("reuse " + std::to_string(options.reuse) + " < 1");
   if (!(options.softening >= 0)) bad("softening " + std::to_string(options.softening) + " < 0");
+  if (!(options.search_radius >= 0) || !std::isfinite(options.search_radius))
+    bad("search_radius " + std::to_string(options.search_radius) + " not finite and >= 0");
   if (options.threads < 0) bad("threads " + std::to_string(options.threads) + " < 0");
   for (int a = 0; a < 3; ++a)
     if (!(options.root.hi[a] > options.root.lo[a])) bad("root box empty on axis " + std::to_string(a));
@@ -737,20 +795,40 @@ int TreeForce::threads() const noexcept { return state_->threads; }
 
 void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
                         std::span<Point> accelerations, Profile& profile) {
-  compute(positions, masses, accelerations, UserKernel{}, profile);
+  state_->compute(positions, masses, {}, accelerations, nullptr, nullptr, profile);
 }
 
 void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
                         std::span<Point> accelerations, const UserKernel& kernel, Profile& profile) {
-  State& s = *state_;
+  state_->compute(positions, masses, {}, accelerations, kernel ? &kernel : nullptr, nullptr, profile);
+}
+
+void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
+                        std::span<const Point> velocities, std::span<Point> accelerations, const NearKernel& near,
+                        Profile& profile) {
+  state_->compute(positions, masses, velocities, accelerations, nullptr, near ? &near : nullptr, profile);
+}
+
+void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
+                        std::span<const Point> velocities, std::span<Point> accelerations, const UserKernel& kernel,
+                        Profile& profile) {
+  state_->compute(positions, masses, velocities, accelerations, kernel ? &kernel : nullptr, nullptr, profile);
+}
+
+void TreeForce::State::compute(std::span<const Point> positions, std::span<const double> masses,
+                               std::span<const Point> velocities, std::span<Point> accelerations,
+                               const UserKernel* user, const NearKernel* near, Profile& profile) {
+  State& s = *this;
   const bool build = s.calls % static_cast<std::uint64_t>(s.options.reuse) == 0;
   {
     // Every rank agrees on validity before any data moves.
     auto timer = profile.phase("other");
     std::string problem;
-    if (masses.size() != positions.size() || accelerations.size() != positions.size())
-      problem = "positions, masses and accelerations differ in length (" + std::to_string(positions.size()) + ", " +
-                std::to_string(masses.size()) + ", " + std::to_string(accelerations.size()) + ")";
+    if (masses.size() != positions.size() || accelerations.size() != positions.size() ||
+        (!velocities.empty() && velocities.size() != positions.size()))
+      problem = "positions, masses, velocities and accelerations differ in length (" + std::to_string(positions.size()) +
+                ", " + std::to_string(masses.size()) + ", " + std::to_string(velocities.size()) + ", " +
+                std::to_string(accelerations.size()) + ")";
     else if (positions.size() >= std::numeric_limits<std::int32_t>::max())
       problem = std::to_string(positions.size()) + " particles on one rank, more than 2^31 - 1";
     else if (!build && positions.size() != s.positions.size())
@@ -781,7 +859,7 @@ void TreeForce::compute(std::span<const Point> positions, std::span<const double
     sync();
     {
       auto timer = profile.phase("build tree");
-      s.build_local_tree(positions, masses, build);
+      s.build_local_tree(positions, masses, velocities, build);
     }
     sync();
     {
@@ -800,7 +878,7 @@ void TreeForce::compute(std::span<const Point> positions, std::span<const double
       s.stats.link_s += MPI_Wtime() - start;
     }
     sync();
-    s.forces(kernel ? &kernel : nullptr, build, profile);
+    s.forces(user, near, build, profile);
     {
       auto timer = profile.phase("other");
       for (std::size_t k = 0; k < s.perm.size(); ++k) accelerations[s.perm[k]] = s.sorted_acc[k];

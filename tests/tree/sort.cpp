@@ -22,9 +22,13 @@ void expect_sorts_like_std_sort(const std::vector<domex::MortonKey>& keys) {
   const auto original = with_indices(keys);
   auto expected = original;
   std::sort(expected.begin(), expected.end());
-  for (int threads : {1, 2, 3, 4, 8}) {
+  for (int threads : {1, 2, 3, 4, 8, -1, -2, -3}) {
+    // Negative: the merge sort (the legacy path) with -threads threads.
     auto items = original;
-    domex::sort_by_key(items, threads);
+    if (threads > 0)
+      domex::sort_by_key(items, threads);
+    else
+      domex::merge_sort_by_key(items, -threads);
     ASSERT_EQ(items, expected) << "threads " << threads;
     // A permutation: every index exactly once, with its own key.
     std::vector<char> seen(items.size(), 0);

@@ -4,6 +4,7 @@
 #include <domex/tree/tree.hpp>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -356,6 +357,64 @@ TEST(TreeForce, RanksWithoutParticlesAndEveryModeAgree) {
     EXPECT_TRUE(bitwise_equal(tree_forces(comm, p, {.let = mode, .softening = softening}), reference));
   for (const Point& a : reference)
     for (double v : a) ASSERT_TRUE(std::isfinite(v));
+}
+
+}  // namespace
+
+namespace {
+
+// Every source within search_radius of a target reaches the near kernel, with
+// its velocity, in every LET mode, including partners on other ranks: the
+// pairs found equal a brute-force count over the allgathered set.
+TEST(TreeForce, NearKernelSeesEveryPartnerWithinTheSearchRadius) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const std::size_t n = sanitized ? 3000 : 20000;
+  const Particles p = make_particles(comm, Distribution::uniform, n, 17);
+  // Velocity encodes the id, so the kernel can check it travelled with the particle.
+  std::vector<Point> v(p.x.size());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = {static_cast<double>(p.id[i]), 0.5, -1.0};
+  const double radius = 0.03;
+  const auto all_x = comm.allgatherv(std::span<const Point>(p.x));
+  std::size_t expected = 0;
+  for (const Point& xi : p.x)
+    for (const Point& xj : all_x) {
+      const double dx = xi[0] - xj[0], dy = xi[1] - xj[1], dz = xi[2] - xj[2];
+      const double d2 = dx * dx + dy * dy + dz * dz;
+      expected += d2 > 0 && d2 < radius * radius;
+    }
+  for (auto let : {domex::LetMode::alltoallv, domex::LetMode::p2p_exact, domex::LetMode::p2p_fast, domex::LetMode::sparse}) {
+    domex::TreeForce tree(comm, {.theta = 0.7, .let = let, .search_radius = radius, .threads = 2, .root = p.root});
+    std::vector<std::size_t> found(static_cast<std::size_t>(tree.threads()) + 64, 0);
+    std::vector<int> bad_velocity(found.size(), 0);
+    std::vector<Point> a(p.x.size());
+    domex::Profile profile;
+    const domex::NearKernel near = [&](const domex::TargetGroup& group, const domex::NearSources& s) {
+      std::size_t pairs = 0;
+      int bad = 0;
+      for (std::size_t i = 0; i < group.positions.size(); ++i)
+        for (std::size_t r = 0; r < s.ranges.size(); r += 2)
+          for (std::uint32_t k = s.ranges[r]; k < s.ranges[r + 1]; ++k) {
+            const double dx = group.positions[i][0] - s.x[k], dy = group.positions[i][1] - s.y[k],
+                         dz = group.positions[i][2] - s.z[k];
+            const double d2 = dx * dx + dy * dy + dz * dz;
+            if (d2 > 0 && d2 < radius * radius) {
+              ++pairs;
+              bad += s.velocities[k][1] != 0.5 || s.velocities[k][2] != -1.0;
+            }
+          }
+      const auto slot = static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp atomic
+      found[slot] += pairs;
+#pragma omp atomic
+      bad_velocity[slot] += bad;
+    };
+    tree.compute(p.x, p.m, v, a, near, profile);
+    std::size_t total = 0;
+    int bad = 0;
+    for (std::size_t t = 0; t < found.size(); ++t) total += found[t], bad += bad_velocity[t];
+    EXPECT_EQ(total, expected) << "LET mode " << domex::to_string(let);
+    EXPECT_EQ(bad, 0) << "LET mode " << domex::to_string(let);
+  }
 }
 
 }  // namespace

@@ -28,4 +28,12 @@ struct KeyIndex {
 /// identical to std::sort's for any thread count.
 void sort_by_key(std::span<KeyIndex> items, int threads);
 
+/// How TreeForce sorts: `sample` (sort_by_key), or `merge`, a parallel
+/// top-down merge sort (OpenMP tasks, a std::merge per level) kept to
+/// reproduce the slow path FDPS replaced.
+enum class SortMethod { sample, merge };
+
+/// The parallel merge sort: the same result as sort_by_key.
+void merge_sort_by_key(std::span<KeyIndex> items, int threads);
+
 }  // namespace domex

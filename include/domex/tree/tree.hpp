@@ -13,8 +13,10 @@
 #include <domex/exchange/algorithm.hpp>
 #include <domex/tree/kernel.hpp>
 #include <domex/tree/octree.hpp>
+#include <domex/tree/sort.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -51,6 +53,17 @@ struct TreeOptions {
   /// call still refreshes the moments and re-sends the LET items' values.
   int reuse = 1;
   double softening = 0;  ///< Plummer softening length epsilon
+  /// Every source particle within this distance of a target (local or on
+  /// another rank) is in the target's particle list, never folded into a
+  /// cell or a LET pseudo-particle: a cell is used whole only if it also lies
+  /// farther than this from the group's box. Short-range forces (contacts)
+  /// are then guaranteed to see all their partners. With reuse > 1 the lists
+  /// are those of the building call: add the distance particles may close in
+  /// `reuse` steps.
+  double search_radius = 0;
+  /// How the local particles are sorted by key: the parallel sample sort, or
+  /// (to reproduce FDPS before its fix) a parallel merge sort.
+  SortMethod sort = SortMethod::sample;
   /// fp32 partial sums over blocks of 64 sources, added in fp64; else fp32 throughout.
   bool fp64_accumulation = false;
   /// OpenMP threads per rank; 0: the cores this rank may use divided by the
@@ -66,6 +79,7 @@ struct TreeOptions {
 struct Epj {
   Point position;
   double mass;
+  Point velocity;  ///< zero unless compute() was given velocities
 };
 /// A cell in an interaction list (an SPJ): its moments.
 using Spj = Moments;
@@ -76,6 +90,7 @@ struct TargetGroup {
   std::span<const Point> positions;
   std::span<const double> masses;
   std::span<const std::size_t> indices;  ///< positions in the caller's arrays
+  std::span<const Point> velocities;     ///< empty unless compute() was given velocities
   std::span<Point> accelerations;        ///< add the group's accelerations here
 };
 
@@ -83,6 +98,21 @@ struct TargetGroup {
 /// threads > 1) with the group's particle list and cell list, each in a fixed
 /// order that does not depend on the LET mode.
 using UserKernel = std::function<void(const TargetGroup&, std::span<const Epj>, std::span<const Spj>)>;
+
+/// The source particles a near-field kernel reads (structure of arrays over
+/// all sources of the global tree, local and received, in Morton order):
+/// `ranges` holds begin, end pairs of the group's particle list. Every source
+/// particle within TreeOptions::search_radius of a target is in a range.
+struct NearSources {
+  std::span<const double> x, y, z, masses;
+  std::span<const Point> velocities;  ///< empty unless compute() was given velocities
+  std::span<const std::uint32_t> ranges;
+};
+
+/// A short-range kernel run after the gravity kernel for each group (from
+/// several threads at once): it adds to the group's accelerations, which
+/// already hold gravity.
+using NearKernel = std::function<void(const TargetGroup&, const NearSources&)>;
 
 /// What the last compute() did on this rank.
 struct TreeStats {
@@ -127,6 +157,16 @@ class TreeForce {
   /// accelerations start at zero and hold what the kernel added.
   void compute(std::span<const Point> positions, std::span<const double> masses, std::span<Point> accelerations,
                const UserKernel& kernel, Profile& profile);
+
+  /// Gravity plus a near-field kernel (contacts) that sees every source
+  /// particle within options.search_radius of each target with its velocity
+  /// (velocities travel in the LET with the particles). velocities may be
+  /// empty (the kernel then sees none).
+  void compute(std::span<const Point> positions, std::span<const double> masses, std::span<const Point> velocities,
+               std::span<Point> accelerations, const NearKernel& near, Profile& profile);
+  /// A user kernel in place of gravity, with velocities in its lists.
+  void compute(std::span<const Point> positions, std::span<const double> masses, std::span<const Point> velocities,
+               std::span<Point> accelerations, const UserKernel& kernel, Profile& profile);
 
   [[nodiscard]] const TreeStats& stats() const noexcept;
   [[nodiscard]] const TreeOptions& options() const noexcept;
