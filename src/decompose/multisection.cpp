@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numbers>
 #include <initializer_list>
 #include <numeric>
@@ -544,7 +545,7 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   //    all ranks in one reduction that also brings the global maximum weight
   //    and count. The histogram method keeps x apart (the first level reads
   //    only x) and the rest only when there are further levels.
-  const bool by_level = options_.method != CutMethod::global;
+  const bool by_level = options_.method != CutMethod::global && options_.method != CutMethod::root_broadcast;
   const bool further = divisions_[1] * divisions_[2] > 1;
   std::vector<Point> at;
   std::vector<double> x;
@@ -617,6 +618,16 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   stats_ = stats;
 }
 
+namespace {
+
+int checked_int(std::size_t value, const char* call) {
+  if (value > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    fail(call, fmt::format("{} elements in one MPI call: more than INT_MAX", value));
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
 void Multisection::cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts,
                                RebalanceStats& stats) const {
   const auto [nx, ny, nz] = divisions_;
@@ -656,8 +667,31 @@ void Multisection::cuts_global(std::span<const Point> at, std::span<const std::u
       }
     }
   }
-  auto samples = comm_->allgatherv<Sample>(mine);
-  stats.bytes_received += (samples.size() - mine.size()) * sizeof(Sample);
+  std::vector<Sample> samples;
+  const bool root_only = options_.method == CutMethod::root_broadcast;
+  if (root_only) {
+    // The legacy path: rank 0 gathers every sample, computes all cuts alone
+    // and broadcasts them (the MPI_Bcast FDPS replaced).
+    const int ranks = comm_->size(), me = comm_->rank();
+    const int bytes = checked_int(mine.size() * sizeof(Sample), "Multisection::rebalance");
+    std::vector<int> counts(me == 0 ? static_cast<std::size_t>(ranks) : 0), displs(counts.size(), 0);
+    check_mpi(MPI_Gather(&bytes, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_->get()), "MPI_Gather");
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r)
+      displs[r] = checked_int(total, "Multisection::rebalance"), total += static_cast<std::size_t>(counts[r]);
+    samples.resize(total / sizeof(Sample));
+    check_mpi(MPI_Gatherv(mine.data(), bytes, MPI_BYTE, samples.data(), counts.data(), displs.data(), MPI_BYTE, 0,
+                          comm_->get()),
+              "MPI_Gatherv");
+    stats.bytes_received += me == 0 ? (samples.size() - mine.size()) * sizeof(Sample) : 0;
+    if (me != 0) {
+      broadcast_cuts(cuts, stats);
+      return;
+    }
+  } else {
+    samples = comm_->allgatherv<Sample>(mine);
+    stats.bytes_received += (samples.size() - mine.size()) * sizeof(Sample);
+  }
   weighted_cuts(samples, 0, nx, domain_.lo[0], domain_.hi[0], cuts.x.data(), stats);
   // Samples sorted by x (when nx > 1): slab i holds those between its cuts.
   std::size_t begin = 0;
@@ -676,6 +710,15 @@ void Multisection::cuts_global(std::span<const Point> at, std::span<const std::u
       column_begin = column_end;
     }
     begin = end;
+  }
+  if (root_only) broadcast_cuts(cuts, stats);
+}
+
+void Multisection::broadcast_cuts(Cuts& cuts, RebalanceStats& stats) const {
+  for (std::vector<double>* part : {&cuts.x, &cuts.y, &cuts.z}) {
+    check_mpi(MPI_Bcast(part->data(), checked_int(part->size(), "Multisection::rebalance"), MPI_DOUBLE, 0, comm_->get()),
+              "MPI_Bcast");
+    if (comm_->rank() != 0) stats.bytes_received += part->size() * sizeof(double);
   }
 }
 

@@ -107,6 +107,24 @@ TEST(Multisection, SampledCutsStayCloseToBalanced) {
   EXPECT_LE(max / 20000.0, 1.25);
 }
 
+// The legacy root-broadcast path computes the cuts on rank 0 alone from the
+// same samples: the same cuts as the global method, bitwise, on every rank.
+TEST(Multisection, RootBroadcastGivesTheGlobalCuts) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto particles = clustered(20000, 7 + static_cast<std::uint64_t>(comm.rank()));
+  for (auto geometry : {domex::Geometry::cartesian, domex::Geometry::cylindrical}) {
+    const domex::Box domain = geometry == domex::Geometry::cartesian ? domex::Box{{0, 0, 0}, {1, 1, 1}}
+                                                                     : domex::Box{{0, 0, -1}, {2, 2 * std::numbers::pi, 1}};
+    domex::Multisection global(comm, domain, {.geometry = geometry, .method = domex::CutMethod::global, .total_samples = 8192});
+    domex::Multisection root(comm, domain,
+                             {.geometry = geometry, .method = domex::CutMethod::root_broadcast, .total_samples = 8192});
+    global.rebalance(particles);
+    root.rebalance(particles);
+    EXPECT_EQ(global.cuts(), root.cuts());
+    EXPECT_EQ(global.neighbours(), root.neighbours());
+  }
+}
+
 TEST(Multisection, PeriodicAxesWrapAndNeighboursAreSymmetric) {
   domex::Comm comm{MPI_COMM_WORLD};
   domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, false}});

@@ -52,6 +52,10 @@ enum class CutMethod {
   /// samples_per_rank) data per rank. All particles (exact) when the ranks
   /// hold no more than the sample budget.
   global,
+  /// Legacy (to reproduce FDPS before its fix): `global`'s samples gathered
+  /// to rank 0 only, which computes every cut and broadcasts them (MPI_Bcast):
+  /// the other ranks wait for rank 0's sort. Same cuts as `global`.
+  root_broadcast,
 };
 
 struct MultisectionOptions {
@@ -173,6 +177,7 @@ class Multisection {
   [[nodiscard]] Box box_in(const Cuts& cuts, int rank) const;
   void cuts_global(std::span<const Point> at, std::span<const std::uint64_t> cost, Cuts& cuts,
                    RebalanceStats& stats) const;
+  void broadcast_cuts(Cuts& cuts, RebalanceStats& stats) const;
   void cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost, std::vector<detail::Rest> rest,
                      Cuts& cuts, RebalanceStats& stats) const;
   const Comm* comm_;
