@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cli.hpp"
+
+#include <algorithm>
+
+namespace domex::ring {
+
+Config CommandLine::finish() const {
+  Config result = config;
+  std::copy(divisions.begin(), divisions.end(), result.divisions.begin());
+  return result;
+}
+
+std::unique_ptr<CLI::App> make_app(CommandLine& line) {
+  auto app = std::make_unique<CLI::App>(
+      "domex-ring: planetary ring N-body (central body + tree self-gravity + inelastic contacts), run under mpirun");
+  app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
+  app->allow_config_extras(CLI::config_extras_mode::error);
+  Config& c = line.config;
+  const auto option = [&](const char* name, auto& value, const char* help, const char* group) {
+    app->add_option(name, value, help)->capture_default_str()->group(group);
+  };
+  option("--particles", c.particles, "ring particles N", "Run");
+  option("--steps", c.steps, "time steps", "Run");
+  option("--seed", c.seed, "initial conditions seed (the state depends only on it and the particle id)", "Run");
+  option("--output", c.output, "output folder (empty: write nothing)", "Run");
+  option("--snapshot-every", c.snapshot_every, "VTK snapshot every N steps and at the end (0: none)", "Run");
+  option("--image-every", c.image_every, "top-down density PNG every N steps and at the end (0: none)", "Run");
+  option("--checkpoint-every", c.checkpoint_every, "checkpoint every N steps (0: none)", "Run");
+  option("--restart", c.restart, "continue from this checkpoint folder", "Run");
+  option("--energy-every", c.energy_every, "energy check every N steps (0: with the progress lines)", "Run");
+  option("--legacy", c.legacy,
+         "slow paths to switch on: alltoall-exchange,alltoallv-let,merge-sort,bcast-decompose | all | none", "Run");
+  app->add_flag("--compare-legacy", c.compare_legacy,
+                "run all-legacy, each fix alone and all fixes; print the before/after table")
+      ->group("Run");
+  app->add_flag("--verify", line.verify, "print the state's checksum (bitwise equal runs have equal checksums)")
+      ->group("Run");
+  option("--ring-radius", c.ring_radius, "ring radius", "Ring");
+  option("--ring-width", c.ring_width, "ring width", "Ring");
+  option("--ring-mass", c.ring_mass, "total ring mass (central mass 1)", "Ring");
+  option("--optical-depth", c.optical_depth, "optical depth: sets the particle radius", "Ring");
+  option("--dispersion", c.dispersion, "random velocity dispersion per component", "Ring");
+  option("--thickness", c.thickness, "initial z dispersion (0: 4 particle radii)", "Ring");
+  option("--dt", c.dt, "time step (an orbit at r = 1 takes 2 pi)", "Physics");
+  option("--restitution", c.restitution, "coefficient of restitution e", "Physics");
+  option("--contact-steps", c.contact_steps, "contact time T in steps (T = contact-steps x dt)", "Physics");
+  option("--softening", c.softening, "self-gravity softening (< 0: the particle radius)", "Physics");
+  option("--self-gravity", c.self_gravity, "self-gravity through the tree", "Physics");
+  option("--collisions", c.collisions, "inelastic contacts", "Physics");
+  option("--theta", c.theta, "opening angle", "Tree");
+  option("--leaf-limit", c.leaf_limit, "particles per leaf", "Tree");
+  option("--group-limit", c.group_limit, "targets per interaction list", "Tree");
+  option("--quadrupole", c.quadrupole, "quadrupole moments of cells", "Tree");
+  option("--reuse", c.reuse, "build the interaction lists every N steps", "Tree");
+  option("--let", c.let, "LET exchange: alltoallv | p2p_exact | p2p_fast | sparse", "Tree");
+  option("--threads", c.threads, "OpenMP threads per rank (0: cores / ranks on the node)", "Tree");
+  option("--rebalance-every", c.rebalance_every, "rebalance the domains every N steps", "Decomposition");
+  app->add_option("--divisions", line.divisions, "sections in r, phi, z (0: chosen)")
+      ->expected(3)
+      ->capture_default_str()
+      ->group("Decomposition");
+  return app;
+}
+
+}  // namespace domex::ring

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// domex-ring's command line: every Config field as a flag, the same names as
+// INI keys (--config FILE).
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <vector>
+
+#include "config.hpp"
+
+namespace domex::ring {
+
+/// What the command line sets; finish() gives the Config.
+struct CommandLine {
+  Config config;
+  std::vector<int> divisions{config.divisions.begin(), config.divisions.end()};
+  bool verify = false;
+  /// The Config with the parsed divisions in place.
+  [[nodiscard]] Config finish() const;
+};
+
+/// The parser, bound to `line` (which must outlive it). Unknown INI keys are
+/// errors (a typo must not run with a default).
+[[nodiscard]] std::unique_ptr<CLI::App> make_app(CommandLine& line);
+
+}  // namespace domex::ring
