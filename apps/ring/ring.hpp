@@ -59,6 +59,9 @@ class Ring {
   /// the ids, then decomposes and migrates), or the state of the checkpoint
   /// folder config.restart (same rank count). Computes the first forces.
   Ring(Comm& comm, const Config& config, const Derived& derived);
+  /// Collective. A ring of the given particles (this rank's share, any
+  /// distribution: they are decomposed and migrated first).
+  Ring(Comm& comm, const Config& config, const Derived& derived, Particles initial);
   ~Ring();
 
   /// Collective: one kick-drift-kick step; rebalances every
@@ -98,6 +101,9 @@ class Ring {
   [[nodiscard]] std::uint64_t contacts() const noexcept { return contacts_; }
 
  private:
+  void setup();
+  void setup_particles();
+  void start();
   void decompose();
   void migrate();
   void forces(bool track_dissipation);
@@ -111,7 +117,6 @@ class Ring {
   std::unique_ptr<TreeForce> tree_;
   Particles particles_;
   std::vector<double> masses_;
-  std::vector<Point> predicted_;  // velocities at the force evaluation (contacts)
   long steps_ = 0;
   long start_step_ = 0;
   double dissipated_ = 0;  // this rank's share
