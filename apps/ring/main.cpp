@@ -2,7 +2,7 @@
 // domex-ring: the planetary-ring N-body application (central body, tree
 // self-gravity, inelastic contacts) on a cylindrical multisection.
 //   scripts/run -n 2 domex-ring --particles 100000 --steps 64 --output results/ring
-//   scripts/run -n 2 domex-ring --compare-legacy --steps 16     # the seed's before/after table
+//   scripts/run -n 2 domex-ring --compare-legacy --steps 16   # the before/after table, results/ring/ring-legacy.json
 // Exit codes: 0 done, 1 the run failed, 2 bad arguments.
 
 #include <fmt/format.h>
@@ -92,6 +92,11 @@ void compare_legacy(domex::Comm& comm, Config config) {
                                 {"fix sort", "alltoall-exchange,alltoallv-let,bcast-decompose"},
                                 {"fix decompose", "alltoall-exchange,alltoallv-let,merge-sort"},
                                 {"all fixes", "none"}};
+  const fs::path folder = config.output;
+  if (!folder.empty())
+    domex::collectively(comm, [&] {
+      if (root) fs::create_directories(folder);
+    });
   config.compare_legacy = false;
   config.output.clear();
   Json runs = Json::array();
@@ -142,10 +147,10 @@ void compare_legacy(domex::Comm& comm, Config config) {
   fmt::print("   {:>15.1f}x\n", 105.0 / 7.2);
   const Json document{{"benchmark", "ring-legacy"}, {"provenance", where}, {"particles", config.particles},
                       {"ranks", comm.size()},      {"steps", config.steps}, {"runs", runs}};
-  const char* path = "results/ring-legacy.json";
-  if (domex::apps::output_problem("results").empty()) {
+  if (!folder.empty()) {
+    const fs::path path = folder / "ring-legacy.json";
     domex::apps::write_file(path, document.dump(1) + "\n");
-    fmt::print("  results              {}   (plot: tools/plot_ring.py {})\n", path, path);
+    fmt::print("  results              {}   (plot: tools/plot_ring.py {})\n", path.string(), path.string());
   }
 }
 
