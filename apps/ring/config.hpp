@@ -38,7 +38,7 @@ struct Config {
   std::uint64_t seed = 1;
   std::string output = "results/ring";  ///< folder; empty: write nothing
   long snapshot_every = 0;              ///< VTK snapshot every N steps and at the end; 0: none
-  long image_every = 0;                 ///< top-down density PNG every N steps and at the end; 0: none
+  long image_every = 64;                ///< top-down density image every N steps and at the end; 0: none
   long checkpoint_every = 0;            ///< checkpoint every N steps (a multiple of rebalance-every); 0: none
   std::string restart;                  ///< checkpoint folder to continue from; empty: a new run
   long energy_every = 0;                ///< energy check every N steps (0: at the start, progress lines and end)
