@@ -133,7 +133,7 @@ Derived validate(const Config& config, const Comm& comm) {
   // particle diameters plus a generous multiple of the dispersion.
   const double closing = 1.5 * 8 * d.particle_radius + 20 * config.dispersion;
   d.search_radius = 2 * d.particle_radius + static_cast<double>(config.reuse - 1) * config.dt * closing;
-  d.domain_radius = 4 * config.ring_radius;
+  d.domain_radius = 2 * config.ring_radius;  // particles beyond r = 2R or |z| = R are an error
   d.domain_half_height = config.ring_radius;
 
   // Filesystem verdicts from rank 0 only, thrown on every rank.
