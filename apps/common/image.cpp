@@ -239,20 +239,25 @@ struct Ticks {
   std::vector<std::string> labels;
 };
 
-/// At most about `most` ticks at 1, 2 or 5 times a power of ten in [a, b].
+/// About `most` ticks (at least two when the range allows) at 1, 2 or 5
+/// times a power of ten in [a, b].
 Ticks linear_ticks(double a, double b, long most) {
   const double lo = std::min(a, b), hi = std::max(a, b);
   Ticks ticks;
   if (!(hi > lo) || !std::isfinite(hi - lo)) return ticks;
   const double raw = (hi - lo) / static_cast<double>(std::max(most, 1L));
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = 10 * power;
-  for (const double m : {1.0, 2.0, 5.0})
-    if (m * power >= raw) {
-      step = m * power;
-      break;
-    }
-  for (auto k = static_cast<long>(std::ceil(lo / step - 1e-9)); static_cast<double>(k) * step <= hi * (1 + 1e-12) + 1e-9 * step; ++k) {
+  double power = std::pow(10.0, std::floor(std::log10(raw)));
+  std::size_t m = 0;  // the step is steps[m] * power
+  constexpr double steps[] = {1.0, 2.0, 5.0};
+  while (m < 2 && steps[m] * power < raw) ++m;
+  const auto first = [&](double step) { return static_cast<long>(std::ceil(lo / step - 1e-9)); };
+  const auto count = [&](double step) { return static_cast<long>(std::floor(hi / step + 1e-9)) - first(step) + 1; };
+  for (int finer = 0; finer < 3 && count(steps[m] * power) < 2; ++finer) {  // 5 -> 2 -> 1 -> 0.5 ...
+    if (m == 0) power /= 10, m = 2;
+    else --m;
+  }
+  const double step = steps[m] * power;
+  for (long k = first(step), n = count(step); n > 0; ++k, --n) {
     const double value = static_cast<double>(k) * step;
     ticks.values.push_back(value);
     ticks.labels.push_back(tick_label(value, step));
@@ -308,9 +313,9 @@ Picture render_field(std::size_t width, std::size_t height, std::span<const doub
   const long plot_w = cell * static_cast<long>(width), plot_h = cell * static_cast<long>(height);
   const auto [x0, x1] = style.x_range;
   const auto [y0, y1] = style.y_range;
-  const Ticks x_ticks = linear_ticks(x0, x1, std::max(2L, plot_w / 80));
-  const Ticks y_ticks = linear_ticks(y0, y1, std::max(2L, plot_h / 60));
-  const Ticks c_ticks = style.log_scale ? log_ticks(style.lo, style.hi) : linear_ticks(style.lo, style.hi, std::max(2L, plot_h / 60));
+  const Ticks x_ticks = linear_ticks(x0, x1, std::max(3L, plot_w / 80));
+  const Ticks y_ticks = linear_ticks(y0, y1, std::max(3L, plot_h / 60));
+  const Ticks c_ticks = style.log_scale ? log_ticks(style.lo, style.hi) : linear_ticks(style.lo, style.hi, std::max(3L, plot_h / 60));
 
   // Layout, left to right: y label, y tick labels, plot, colour bar, its tick labels, its label.
   const long left = margin + (style.y_label.empty() ? 0 : line_height + gap) + widest(y_ticks) + gap + tick + 1;
