@@ -10,11 +10,9 @@ bytes each rank received beside it, to PNG.
 """
 import argparse
 import json
-import sys
 
-import matplotlib
+from benchplot import fail, run  # first: one line if matplotlib is missing
 
-matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 
 
@@ -26,12 +24,14 @@ def load(paths):
                 data = json.load(handle)
             for row in data["rows"]:
                 rows.append(dict(row, ranks=data["ranks"], particles_per_rank=data["particles_per_rank"]))
-        except (OSError, ValueError, KeyError) as error:
-            print(f"plot_decompose: cannot read {path}: {error}", file=sys.stderr)
-            sys.exit(1)
+        except OSError as error:
+            fail(f"cannot read {path}: {error.strerror}")
+        except ValueError as error:
+            fail(f"{path} is not valid JSON: {error}")
+        except (KeyError, TypeError) as error:
+            fail(f"{path}: not the output of domex-bench decompose --json (missing field {error})")
     if not rows:
-        print("plot_decompose: no rows", file=sys.stderr)
-        sys.exit(1)
+        fail("no rows")
     return rows
 
 
@@ -94,4 +94,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -16,7 +16,7 @@ except ImportError as missing:
     print(f"plot_lattice.py: needs {missing.name}, which {sys.executable} lacks: "
           "run /usr/bin/python3 after scripts/setup.sh, or apt-get install python3-matplotlib",
           file=sys.stderr)
-    sys.exit(1)
+    sys.exit(2)
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
@@ -44,7 +44,7 @@ def main():
         alone, with_compute = run["histogram_alone"], run["histogram_with_compute"]
     except (OSError, ValueError, KeyError) as error:
         print(f"plot_lattice.py: cannot read {args.json}: {error}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     bars(axes[0], alone, "communication alone", "#3b528b")
     bars(axes[1], with_compute, "communication + computation", "#21918c")

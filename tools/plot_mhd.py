@@ -16,7 +16,7 @@ except ImportError as missing:
     print(f"plot_mhd.py: needs {missing.name}, which {sys.executable} lacks: "
           "run /usr/bin/python3 after scripts/setup.sh, or apt-get install python3-matplotlib",
           file=sys.stderr)
-    sys.exit(1)
+    sys.exit(2)
 
 matplotlib.use("Agg")  # files only, no display needed
 import matplotlib.pyplot as plt  # noqa: E402
@@ -80,7 +80,7 @@ def main():
         title, dims, origin, spacing, fields = read_vtk(args.vtk)
     except (OSError, ValueError, KeyError) as error:
         print(f"plot_mhd: cannot read {args.vtk}: {error}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(2)
 
     k = int(round(-origin[2] / spacing[2]))  # layer nearest z = 0
     k = min(max(k, 0), dims[2] - 1)

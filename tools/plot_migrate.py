@@ -6,9 +6,7 @@ clustering, plus the decomposition time, to PNG.
 
     python3 tools/plot_migrate.py results/migrate.json -o results/migrate.png
 """
-import sys
-
-from benchplot import load  # first: exits with one line if matplotlib is missing
+from benchplot import legend_outside, load, run  # first: one line if matplotlib is missing
 
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -18,30 +16,33 @@ def main() -> int:
     rows = data["rows"]
     clusterings = list(dict.fromkeys(r["clustering"] for r in rows))
     paths = list(dict.fromkeys(r["path"] for r in rows))
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"wspace": 0.5, "width_ratios": [1.6, 1]})
     width = 0.8 / len(paths)
+    # µs below a millisecond, so the axis reads 12, not 0.012.
+    scale, unit = (1e6, "µs") if max(r["migrate_s"] for r in rows) < 1e-3 else (1e3, "ms")
     for p, path in enumerate(paths):
-        times = [next((r["migrate_s"] * 1e3 for r in rows if r["path"] == path and r["clustering"] == c), 0)
+        times = [next((r["migrate_s"] * scale for r in rows if r["path"] == path and r["clustering"] == c), 0)
                  for c in clusterings]
         left.bar([i + p * width for i in range(len(clusterings))], times, width, label=path)
     left.set_xticks([i + 0.4 - width / 2 for i in range(len(clusterings))])
     left.set_xticklabels([f"clustering {c:g}" for c in clusterings])
-    left.set_ylabel("migration time per step [ms] (median, slowest rank)")
-    left.legend(fontsize=8)
+    left.set_ylabel(f"migration time per step [{unit}] (median, slowest rank)")
+    legend_outside(left, title="path")  # beside the bars, never over them
     left.set_title("migration")
-    decompose = [next(r["decompose_s"] * 1e3 for r in rows if r["clustering"] == c) for c in clusterings]
+    d_scale, d_unit = (1e6, "µs") if max(r["decompose_s"] for r in rows) < 1e-3 else (1e3, "ms")
+    decompose = [next(r["decompose_s"] * d_scale for r in rows if r["clustering"] == c) for c in clusterings]
     imbalance = [max(r["imbalance"] for r in rows if r["clustering"] == c) for c in clusterings]
     right.bar(range(len(clusterings)), decompose, color="tab:gray")
     right.set_xticks(range(len(clusterings)))
-    right.set_xticklabels([f"{c:g}\n(max/mean {m:.3f})" for c, m in zip(clusterings, imbalance)])
-    right.set_ylabel("decomposition time [ms] (median)")
+    right.set_xticklabels([f"{c:g}\n({m:.3f})" for c, m in zip(clusterings, imbalance)])
+    right.set_xlabel("clustering (max/mean load)")
+    right.set_ylabel(f"decomposition time [{d_unit}] (median)")
     right.set_title("multisection rebalance")
-    figure.suptitle(f"domex migrate, {data.get('ranks', '?')} ranks, {data.get('particles_per_rank', '?')} particles per rank")
-    figure.tight_layout()
-    figure.savefig(args.output, dpi=110)
+    figure.suptitle(f"domex migrate, {data.get('ranks', '?')} ranks, {data.get('particles_per_rank', '?')} particles per rank", y=1.02)
+    figure.savefig(args.output, dpi=110, bbox_inches="tight")
     print(f"plot_migrate: wrote {args.output}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

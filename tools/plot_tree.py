@@ -6,10 +6,9 @@ rank per phase), load imbalance its own segment.
 
     python3 tools/plot_tree.py results/tree.json -o results/tree.png
 """
-import sys
+from benchplot import load, run  # first: one line if matplotlib is missing
 
-import matplotlib.pyplot as plt
-from benchplot import load
+import matplotlib.pyplot as plt  # noqa: E402
 
 PHASES = ["decompose", "exchange particles", "build tree", "build LET", "exchange LET", "traverse", "kernel", "other",
           "imbalance"]
@@ -18,9 +17,6 @@ PHASES = ["decompose", "exchange particles", "build tree", "build LET", "exchang
 def main() -> int:
     args, data = load(__doc__, "tree")
     rows = data["rows"]
-    if not rows:
-        print(f"plot_tree: no rows in {args.json}", file=sys.stderr)
-        return 1
     labels = [f"{r['let']}\ntheta {r['theta']}" for r in rows]
     figure, axis = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) + 2), 4.8))
     bottoms = [0.0] * len(rows)
@@ -48,4 +44,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -57,13 +57,16 @@ std::string output_problem(const std::filesystem::path& folder) {
   remove_created();
   return "";
 }
-
+void fail_app(std::string_view app, std::string_view what) { throw Error(fmt::format("{}: {}", app, what)); }
 
 int main_of(const char* name, int argc, char** argv, int (*run)(int, char**)) {
   MPI_Init(&argc, &argv);
   int status = 0;
   try {
     status = run(argc, argv);
+  } catch (const Error& error) {
+    std::fprintf(stderr, "%s\n", error.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s: rank %d: %s\n", name, world_rank(), error.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -20,9 +20,16 @@ void write_file(const std::filesystem::path& path, std::string_view bytes);
 /// probe created are removed again, so the check writes nothing.
 [[nodiscard]] std::string output_problem(const std::filesystem::path& folder);
 
+/// Throws domex::Error "<app>: <what>": an application's own error (a bad
+/// option, a state that blew up) with the application's name as its one
+/// prefix, not under domex's "domex: rank R: <call>:" as well. Such errors are
+/// the same on every rank (checked collectively), so no rank is named.
+[[noreturn]] void fail_app(std::string_view app, std::string_view what);
+
 /// The main() of an MPI application: MPI_Init, `run`, MPI_Finalize, and an
 /// exception that escapes `run` (a bug: expected errors are handled there)
-/// printed as "<name>: rank R: <what>" before MPI_Abort. Returns run's status.
+/// printed before MPI_Abort: a domex::Error as it is (it names its origin),
+/// any other as "<name>: rank R: <what>". Returns run's status.
 int main_of(const char* name, int argc, char** argv, int (*run)(int, char**));
 
 }  // namespace domex::apps

@@ -16,7 +16,7 @@
 namespace domex::lattice {
 namespace {
 
-[[noreturn]] void reject(std::string_view what) { fail("domex-lattice", what); }
+[[noreturn]] void reject(std::string_view what) { apps::fail_app("domex-lattice", what); }
 
 
 }  // namespace
@@ -54,14 +54,13 @@ void validate(const Config& config, const Comm& comm) {
   } catch (const Error&) {
     reject(fmt::format("--path {}: unknown path (pack, datatype or contiguous)", config.path));
   }
-  if (!config.output.empty()) {
-    std::string problem;
-    if (comm.rank() == 0) {
-      problem = apps::output_problem(config.output);
-      if (!problem.empty()) problem = fmt::format("--output {}: {}", config.output, problem);
-    }
-    agree(comm, "domex-lattice", problem);
-  }
+  // Filesystem verdict from rank 0 only, thrown on every rank.
+  if (!config.output.empty())
+    collectively(comm, [&] {
+      if (comm.rank() != 0) return;
+      const std::string problem = apps::output_problem(config.output);
+      if (!problem.empty()) reject(fmt::format("--output {}: {}", config.output, problem));
+    });
 }
 
 }  // namespace domex::lattice

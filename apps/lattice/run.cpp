@@ -123,7 +123,7 @@ void simulate(const Comm& comm, const Config& config) {
     return v[v.size() / 2];
   };
   const double median_alone = median(all_alone), median_with = median(all_with);
-  if (!result.converged) fail("domex-lattice", fmt::format("CG did not converge in {} iterations (|r|/|b| = {:.3e})",
+  if (!result.converged) apps::fail_app("domex-lattice", fmt::format("CG did not converge in {} iterations (|r|/|b| = {:.3e})",
                                                            result.iterations, result.residuals.back()));
   if (root) {
   fmt::print("domex-lattice  Wilson-Dirac (kappa {})  {}x{}x{}x{} sites  {} ranks  dims {}x{}x{}x{}  path {}\n",

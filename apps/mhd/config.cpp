@@ -19,7 +19,7 @@ namespace {
 
 constexpr int max_depth = 8;
 
-[[noreturn]] void reject(std::string_view what) { fail("domex-mhd", what); }
+[[noreturn]] void reject(std::string_view what) { apps::fail_app("domex-mhd", what); }
 
 /// Bytes of memory this node has available, from /proc/meminfo (MemAvailable),
 /// else the physical pages; 0 if unknown.

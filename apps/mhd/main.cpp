@@ -47,12 +47,9 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
     auto timer = profile.phase("output");
     solver.check_state();  // never write a broken state
     if (image) {
-      const Image slice = slice_image(solver);
+      const domex::apps::Picture slice = slice_image(solver);
       collectively(comm, [&] {
-        if (!root) return;
-        const auto png = encode_png(slice);
-        write_file(folder / fmt::format("slice_{:06}.png", step),
-                   {reinterpret_cast<const char*>(png.data()), png.size()});
+        if (root) domex::apps::write_png(folder / fmt::format("slice_{:06}.png", step), slice);
       });
     }
     if (snapshot) collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });

@@ -10,49 +10,11 @@
 #include <climits>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
 
 namespace domex::mhd {
 namespace {
-
-std::uint32_t crc32(const std::uint8_t* data, std::size_t size) {
-  static const auto table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t n = 0; n < 256; ++n) {
-      std::uint32_t c = n;
-      for (int bit = 0; bit < 8; ++bit) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[n] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xffffffffu;
-  for (std::size_t i = 0; i < size; ++i) c = table[(c ^ data[i]) & 0xff] ^ (c >> 8);
-  return c ^ 0xffffffffu;
-}
-
-void put32(std::vector<std::uint8_t>& out, std::uint32_t value) {
-  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<std::uint8_t>(value >> shift));
-}
-
-void put_chunk(std::vector<std::uint8_t>& out, const char* type, const std::vector<std::uint8_t>& data) {
-  put32(out, static_cast<std::uint32_t>(data.size()));
-  const std::size_t start = out.size();
-  out.insert(out.end(), type, type + 4);
-  out.insert(out.end(), data.begin(), data.end());
-  put32(out, crc32(out.data() + start, out.size() - start));  // over type and data
-}
-
-/// Viridis, sampled at 5 points and interpolated linearly; t in [0, 1].
-std::array<std::uint8_t, 3> colour(double t) {
-  static constexpr double stops[5][3] = {{68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
-  t = std::clamp(t, 0.0, 1.0) * 4;
-  const int i = std::min(static_cast<int>(t), 3);
-  const double w = t - i;
-  std::array<std::uint8_t, 3> rgb{};
-  for (int c = 0; c < 3; ++c)
-    rgb[c] = static_cast<std::uint8_t>(std::lround(stops[i][c] * (1 - w) + stops[i + 1][c] * w));
-  return rgb;
-}
 
 /// The big-endian bit pattern of `value` as float32 (VTK legacy binary).
 std::uint32_t big_endian_float(double value) {
@@ -63,46 +25,15 @@ std::uint32_t big_endian_float(double value) {
 
 }  // namespace
 
-std::vector<std::uint8_t> encode_png(const Image& image) {
-  std::vector<std::uint8_t> raw;  // each row: filter type 0 (none), then RGB
-  raw.reserve(image.height * (1 + 3 * image.width));
-  for (std::size_t row = 0; row < image.height; ++row) {
-    raw.push_back(0);
-    const auto first = image.rgb.begin() + static_cast<std::ptrdiff_t>(3 * image.width * row);
-    raw.insert(raw.end(), first, first + static_cast<std::ptrdiff_t>(3 * image.width));
-  }
-  std::vector<std::uint8_t> zlib{0x78, 0x01};  // deflate, 32 KiB window, no dictionary
-  std::size_t pos = 0;
-  do {  // at least one block, the last one marked final
-    const std::size_t length = std::min<std::size_t>(65535, raw.size() - pos);
-    zlib.push_back(pos + length == raw.size() ? 1 : 0);  // BFINAL, BTYPE = 00 (stored)
-    for (const auto half : {static_cast<std::uint16_t>(length), static_cast<std::uint16_t>(~length)}) {
-      zlib.push_back(static_cast<std::uint8_t>(half & 0xff));  // LEN, NLEN little-endian
-      zlib.push_back(static_cast<std::uint8_t>(half >> 8));
-    }
-    zlib.insert(zlib.end(), raw.begin() + static_cast<std::ptrdiff_t>(pos),
-                raw.begin() + static_cast<std::ptrdiff_t>(pos + length));
-    pos += length;
-  } while (pos < raw.size());
-  std::uint32_t a = 1, b = 0;  // Adler-32 of the uncompressed data
-  for (const std::uint8_t byte : raw) {
-    a = (a + byte) % 65521;
-    b = (b + a) % 65521;
-  }
-  put32(zlib, (b << 16) | a);
-
-  std::vector<std::uint8_t> png{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-  std::vector<std::uint8_t> header;
-  put32(header, static_cast<std::uint32_t>(image.width));
-  put32(header, static_cast<std::uint32_t>(image.height));
-  header.insert(header.end(), {8, 2, 0, 0, 0});  // 8 bits, RGB, deflate, filter 0, no interlace
-  put_chunk(png, "IHDR", header);
-  put_chunk(png, "IDAT", zlib);
-  put_chunk(png, "IEND", {});
-  return png;
+std::array<ColourRange, 2> slice_ranges(const Config& config) {
+  if (parse_problem(config.problem) == Problem::periodic_wave)
+    return {ColourRange{0.7 * config.rho_sw, 1.3 * config.rho_sw, false},
+            ColourRange{0.5 * config.p_sw, 1.5 * config.p_sw, false}};
+  return {ColourRange{config.rho_sw / 4, 2 * std::max(4 * config.rho_sw, config.rho_inner), true},
+          ColourRange{config.p_sw / 4, 2 * (config.p_sw + config.rho_sw * config.v_sw * config.v_sw), true}};
 }
 
-Image slice_image(const Solver& solver) {
+apps::Picture slice_image(const Solver& solver) {
   const CartesianGrid& grid = solver.grid();
   const auto global = grid.global_cells(), n = grid.local_cells(), offset = grid.offset();
   const auto nz = static_cast<long>(global[2]);
@@ -110,7 +41,7 @@ Image slice_image(const Solver& solver) {
   const bool mine = static_cast<long>(offset[2]) <= layer && layer < static_cast<long>(offset[2] + n[2]);
 
   // Each rank on the layer sends (x offset, y offset, nx, ny) and its cells'
-  // log10 rho and log10 p; the others send nothing.
+  // rho and p; the others send nothing.
   std::array<long long, 4> patch{};
   std::vector<double> values;
   if (mine) {
@@ -120,7 +51,7 @@ Image slice_image(const Solver& solver) {
     for (long j = 0; j < static_cast<long>(n[1]); ++j)
       for (long i = 0; i < static_cast<long>(n[0]); ++i)
         for (const std::size_t f : {field::rho, field::p})
-          values.push_back(std::log10(std::max(solver.field(f)[solver.halo().index(i, j, k)], 1e-300)));
+          values.push_back(solver.field(f)[solver.halo().index(i, j, k)]);
   }
   const MPI_Comm comm = grid.comm().get();
   const int ranks = grid.comm().size(), root = grid.comm().rank() == 0;
@@ -149,38 +80,32 @@ Image slice_image(const Solver& solver) {
           panel[f][static_cast<std::size_t>(patches[4 * r + 1] + j) * nx +
                    static_cast<std::size_t>(patches[4 * r] + i)] = q[f];
   }
-  // Pixels per cell: at least 256 pixels along the longer axis.
-  const std::size_t scale = std::max<std::size_t>(1, 256 / std::max(nx, ny)), gap = 4;
-  Image image{2 * nx * scale + gap, ny * scale, {}};
-  image.rgb.assign(3 * image.width * image.height, 255);
-  // The colour scale spans the cells outside the inner boundary; inside is grey.
+  // Cells inside the inner boundary are reset every step: masked (grey).
   const double z = solver.centre(2, layer);
-  std::vector<bool> inner(nx * ny, false);
   if (solver.problem() == Problem::magnetosphere)
     for (std::size_t j = 0; j < ny; ++j)
       for (std::size_t i = 0; i < nx; ++i) {
         const double x = solver.centre(0, static_cast<long>(i)), y = solver.centre(1, static_cast<long>(j));
-        inner[j * nx + i] = std::sqrt(x * x + y * y + z * z) < solver.config().r_inner;
+        if (std::sqrt(x * x + y * y + z * z) < solver.config().r_inner)
+          panel[0][j * nx + i] = panel[1][j * nx + i] = std::numeric_limits<double>::quiet_NaN();
       }
-  for (std::size_t f = 0; f < 2; ++f) {
-    double low = HUGE_VAL, high = -HUGE_VAL;
-    for (std::size_t cell = 0; cell < nx * ny; ++cell)
-      if (!inner[cell]) {
-        low = std::min(low, panel[f][cell]);
-        high = std::max(high, panel[f][cell]);
-      }
-    const double range = high > low ? high - low : 1.0;
-    for (std::size_t row = 0; row < image.height; ++row)
-      for (std::size_t col = 0; col < nx * scale; ++col) {
-        const std::size_t cell = (ny - 1 - row / scale) * nx + col / scale;  // y up
-        const auto rgb =
-            inner[cell] ? std::array<std::uint8_t, 3>{128, 128, 128} : colour((panel[f][cell] - low) / range);
-        std::copy(
-            rgb.begin(), rgb.end(),
-            image.rgb.begin() + static_cast<std::ptrdiff_t>(3 * (row * image.width + f * (nx * scale + gap) + col)));
-      }
-  }
-  return image;
+  const auto h = solver.spacing();
+  const auto ranges = slice_ranges(solver.config());
+  const std::array<const char*, 2> names{"rho", "p"};
+  std::array<apps::Picture, 2> pictures;
+  for (std::size_t f = 0; f < 2; ++f)
+    pictures[f] = apps::render_field(
+        nx, ny, panel[f],
+        {.lo = ranges[f].lo,
+         .hi = ranges[f].hi,
+         .log_scale = ranges[f].log_scale,
+         .title = fmt::format("{}  t = {:.4g}  step {}", names[f], solver.time(), solver.steps()),
+         .x_label = "x (planet radii)",
+         .y_label = fmt::format("y at z = {:.3g}", z),
+         .colorbar_label = ranges[f].log_scale ? fmt::format("{} (log scale)", names[f]) : names[f],
+         .x_range = {solver.centre(0, 0) - h[0] / 2, solver.centre(0, static_cast<long>(nx) - 1) + h[0] / 2},
+         .y_range = {solver.centre(1, 0) - h[1] / 2, solver.centre(1, static_cast<long>(ny) - 1) + h[1] / 2}});
+  return apps::side_by_side(pictures);
 }
 
 void write_vtk(const Solver& solver, const std::filesystem::path& path) {

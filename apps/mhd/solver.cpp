@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "solver.hpp"
 
+#include "files.hpp"  // fail_app
+
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -400,7 +402,7 @@ void Solver::check_state() const {
       static_cast<long>(cell % static_cast<long long>(global[0])),
       static_cast<long>(cell / static_cast<long long>(global[0]) % static_cast<long long>(global[1])),
       static_cast<long>(cell / static_cast<long long>(global[0] * global[1]))};
-  fail("domex-mhd",
+  apps::fail_app("domex-mhd",
        fmt::format("step {}: cell ({}, {}, {}) at x = ({:.3g}, {:.3g}, {:.3g}) has rho = {:.6g}, p = {:.6g} "
                    "(non-finite or non-positive); try a smaller --cfl or larger diffusion",
                    step, g[0], g[1], g[2], centre(0, g[0]), centre(1, g[1]), centre(2, g[2]), values[0], values[1]));

@@ -40,9 +40,11 @@ expect_bad() {
   run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
   [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
   grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
+  ! grep -q "domex: rank" "$work/bad.err" || fail "$name: doubled prefix: $(cat "$work/bad.err")"
   [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
 }
 expect_bad "kappa" "--kappa 0.3" --kappa 0.3 --output "$work/bad"
+grep -q -- "^domex-lattice: --kappa 0.3: " "$work/bad.err" || fail "kappa: not 'domex-lattice: --kappa 0.3: ...'"
 expect_bad "path" "--path copyless" --path copyless --output "$work/bad"
 expect_bad "local" "--local 0 8 8 8" --local 0 8 8 8 --output "$work/bad"
 expect_bad "dims" "--dims 3 1 1 1" --dims 3 1 1 1 --output "$work/bad"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The domex-mhd executable as a user runs it: a short run writes the table,
 # mhd.json, PNGs and VTK snapshots (no .part left); the same checksum on 1 and
-# 2 ranks; a bad configuration exits with 2, names the value and writes nothing;
+# 2 ranks; a bad configuration exits with 2, names the value under one prefix
+# (domex-mhd:) and writes nothing;
 # tools/plot_mhd.py reads the last snapshot (when a python with matplotlib is given).
 # Usage: mhd_cli.sh DOMEX_MHD MPIEXEC "PREFLAGS" [PYTHON]
 set -euo pipefail
@@ -31,6 +32,8 @@ status=0
 run 2 --cells 4 4 4 --depth 3 --dims 2 1 1 --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "bad --depth: exit status $status, expected 2"
 grep -q -- "--depth 3" "$work/bad.err" || fail "bad --depth: message does not name it: $(cat "$work/bad.err")"
+# One prefix: the application's name, not "domex: rank R:" in front of it as well.
+grep -q -- "^domex-mhd: --depth 3: " "$work/bad.err" || fail "bad --depth: not 'domex-mhd: --depth 3: ...': $(cat "$work/bad.err")"
 [[ ! -e "$work/bad" ]] || fail "bad --depth: the output folder was created"
 status=0
 run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
@@ -43,6 +46,7 @@ expect_bad() {
   run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
   [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
   grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
+  ! grep -q "domex: rank" "$work/bad.err" || fail "$name: doubled prefix: $(cat "$work/bad.err")"
   [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
 }
 # A grid far beyond memory is refused before anything is allocated.
