@@ -15,7 +15,7 @@
 namespace domex::ring {
 namespace {
 
-[[noreturn]] void reject(std::string_view what) { fail("domex-ring", what); }
+[[noreturn]] void reject(std::string_view what) { apps::fail_app("domex-ring", what); }
 
 }  // namespace
 

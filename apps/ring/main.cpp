@@ -17,12 +17,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <numbers>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "config.hpp"
 #include "files.hpp"
+#include "image.hpp"
 #include "ring.hpp"
 
 namespace {
@@ -196,16 +198,25 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
     if (writing && due(config.snapshot_every))
       ring.write_snapshot(folder / fmt::format("ring_{:06}.vtk", ring.steps()));
     if (writing && due(config.image_every)) {
-      const auto density = ring.surface_density(512, 1.5 * config.ring_radius);
+      // Surface density over its mean in the ring, on a fixed scale 0..3.
+      constexpr int cells = 256;
+      const double extent = config.ring_radius + config.ring_width;
+      auto density = ring.surface_density(cells, extent);
       if (root) {
-        // PGM: a portable graymap (log surface density, fixed range per run).
-        std::string image = "P5\n512 512\n255\n";
-        double top = 0;
-        for (double v : density) top = std::max(top, v);
-        for (double v : density)
-          image.push_back(static_cast<char>(
-              top > 0 ? static_cast<unsigned char>(255 * std::log1p(v) / std::log1p(top)) : 0));
-        domex::apps::write_file(folder / fmt::format("ring_{:06}.pgm", ring.steps()), image);
+        const double cell_area = std::pow(2 * extent / cells, 2);
+        const double mean = static_cast<double>(config.particles) * cell_area /
+                            (2 * std::numbers::pi * config.ring_radius * config.ring_width);
+        for (double& value : density) value /= mean;
+        domex::apps::write_png_field(folder / fmt::format("ring_{:06}.png", ring.steps()), cells, cells, density,
+                                     {.lo = 0,
+                                      .hi = 3,
+                                      .title = fmt::format("surface density / mean   t = {:.4f}  step {}", ring.time(),
+                                                           ring.steps()),
+                                      .x_label = "x",
+                                      .y_label = "y",
+                                      .colorbar_label = "sigma / mean",
+                                      .x_range = {-extent, extent},
+                                      .y_range = {-extent, extent}});
       }
     }
     if (writing && config.checkpoint_every > 0 && ring.steps() % config.checkpoint_every == 0)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "ring.hpp"
 
+#include "files.hpp"
+
 #include <domex/comm/collective.hpp>
 #include <domex/migrate/migrate.hpp>
 #include <fmt/format.h>
@@ -105,7 +107,7 @@ Ring::Ring(Comm& comm, const Config& config, const Derived& derived, Particles i
   setup();
   const std::size_t n = particles_.size();
   if (particles_.position.size() != n || particles_.velocity.size() != n)
-    fail("domex-ring", fmt::format("initial particles: {} ids, {} positions, {} velocities", n,
+    apps::fail_app("domex-ring", fmt::format("initial particles: {} ids, {} positions, {} velocities", n,
                                    particles_.position.size(), particles_.velocity.size()));
   particles_.acceleration.assign(n, Point{0, 0, 0});
   start();
@@ -173,19 +175,19 @@ void Ring::setup_particles() {
         else if (word == "particles") meta >> count;
       }
       if (step < 0 || ranks < 1)
-        fail("domex-ring", fmt::format("--restart {}: meta.txt has no step or ranks line", folder.string()));
+        apps::fail_app("domex-ring", fmt::format("--restart {}: meta.txt has no step or ranks line", folder.string()));
       if (ranks != comm_.size())
-        fail("domex-ring", fmt::format("--restart {}: written by {} ranks, this run has {} (run with -n {})",
+        apps::fail_app("domex-ring", fmt::format("--restart {}: written by {} ranks, this run has {} (run with -n {})",
                                        folder.string(), ranks, comm_.size(), ranks));
       if (count != config_.particles)
-        fail("domex-ring", fmt::format("--restart {}: holds {} particles, --particles is {}", folder.string(), count,
+        apps::fail_app("domex-ring", fmt::format("--restart {}: holds {} particles, --particles is {}", folder.string(), count,
                                        config_.particles));
       steps_ = step;
       const auto file = folder / fmt::format("rank_{:06}.bin", comm_.rank());
       std::ifstream in(file, std::ios::binary);
       std::uint64_t n = 0;
       in.read(reinterpret_cast<char*>(&n), sizeof n);
-      if (!in || n > config_.particles) fail("domex-ring", fmt::format("--restart: {} is unreadable", file.string()));
+      if (!in || n > config_.particles) apps::fail_app("domex-ring", fmt::format("--restart: {} is unreadable", file.string()));
       p.position.resize(n);
       p.velocity.resize(n);
       p.acceleration.resize(n);
@@ -195,10 +197,19 @@ void Ring::setup_particles() {
       in.read(reinterpret_cast<char*>(p.acceleration.data()), static_cast<std::streamsize>(n * sizeof(Point)));
       in.read(reinterpret_cast<char*>(p.id.data()), static_cast<std::streamsize>(n * sizeof(std::uint64_t)));
       in.read(reinterpret_cast<char*>(&dissipated_), sizeof dissipated_);
-      if (!in) fail("domex-ring", fmt::format("--restart: {} is truncated", file.string()));
+      if (!in) apps::fail_app("domex-ring", fmt::format("--restart: {} is truncated", file.string()));
+      // The decomposition as it was: a rebalance now could cut elsewhere
+      // (sampled cuts, or particles since redistributed).
+      std::ifstream cuts(folder / "cuts.bin", std::ios::binary | std::ios::ate);
+      const auto bytes = static_cast<std::size_t>(std::max<std::streamoff>(0, cuts.tellg()));
+      restored_cuts_.resize(bytes / sizeof(double));
+      cuts.seekg(0);
+      cuts.read(reinterpret_cast<char*>(restored_cuts_.data()), static_cast<std::streamsize>(bytes));
+      if (!cuts || restored_cuts_.empty())
+        apps::fail_app("domex-ring", fmt::format("--restart: {} is missing or unreadable", (folder / "cuts.bin").string()));
     });
     if (global_count() != config_.particles)
-      fail("domex-ring", fmt::format("--restart {}: the rank files do not hold {} particles", folder.string(),
+      apps::fail_app("domex-ring", fmt::format("--restart {}: the rank files do not hold {} particles", folder.string(),
                                      config_.particles));
   }
 }
@@ -206,8 +217,14 @@ void Ring::setup_particles() {
 void Ring::start() {
   start_step_ = steps_;
   // The state at a step that rebalances: cuts, owners and the lists are
-  // built as the uninterrupted run built them (a restart continues bitwise).
-  decompose();
+  // built as the uninterrupted run built them (a restart continues bitwise:
+  // the saved cuts, a migration that moves nobody, the same lists).
+  if (restored_cuts_.empty()) {
+    decompose();
+  } else {
+    domains_->restore(restored_cuts_);
+    restored_cuts_.clear();
+  }
   migrate();
   forces(false);
 }
@@ -417,15 +434,21 @@ void Ring::write_checkpoint(const std::filesystem::path& folder) const {
     std::ofstream out(file, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.close();
-    if (!out) fail("domex-ring", fmt::format("checkpoint: cannot write {}", file.string()));
+    if (!out) apps::fail_app("domex-ring", fmt::format("checkpoint: cannot write {}", file.string()));
   });
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     {
+      const std::vector<double> cuts = domains_->cuts();
+      std::ofstream out(part / "cuts.bin", std::ios::binary);
+      out.write(reinterpret_cast<const char*>(cuts.data()), static_cast<std::streamsize>(cuts.size() * sizeof(double)));
+      if (!out) apps::fail_app("domex-ring", fmt::format("checkpoint: cannot write {}", (part / "cuts.bin").string()));
+    }
+    {
       std::ofstream meta(part / "meta.txt");
       meta << "domex-ring checkpoint\nstep " << steps_ << "\nranks " << comm_.size() << "\nparticles "
            << config_.particles << "\n";
-      if (!meta) fail("domex-ring", fmt::format("checkpoint: cannot write {}", (part / "meta.txt").string()));
+      if (!meta) apps::fail_app("domex-ring", fmt::format("checkpoint: cannot write {}", (part / "meta.txt").string()));
     }
     fs::remove_all(folder);
     fs::rename(part, folder);
@@ -469,7 +492,7 @@ void Ring::write_snapshot(const std::filesystem::path& path) const {
   const fs::path part = path.string() + ".part";
   collectively(comm_, [&] {
     if (total > static_cast<std::uint64_t>(INT32_MAX))
-      fail("domex-ring", "snapshot: more than 2^31 particles do not fit legacy VTK's int32 cells");
+      apps::fail_app("domex-ring", "snapshot: more than 2^31 particles do not fit legacy VTK's int32 cells");
   });
   MPI_File file;
   collectively(comm_, [&] {
@@ -502,7 +525,7 @@ void Ring::write_snapshot(const std::filesystem::path& path) const {
 std::vector<double> Ring::surface_density(int width, double extent) const {
   std::vector<double> grid(static_cast<std::size_t>(width) * static_cast<std::size_t>(width), 0.0);
   for (const Point& x : particles_.position) {
-    const double u = (x[0] + extent) / (2 * extent), v = (extent - x[1]) / (2 * extent);
+    const double u = (x[0] + extent) / (2 * extent), v = (x[1] + extent) / (2 * extent);
     if (!(u >= 0 && u < 1 && v >= 0 && v < 1)) continue;
     const auto column = static_cast<std::size_t>(u * width), row = static_cast<std::size_t>(v * width);
     grid[row * static_cast<std::size_t>(width) + column] += 1;

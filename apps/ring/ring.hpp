@@ -77,15 +77,15 @@ class Ring {
   /// Collective: the number of particles on all ranks.
   [[nodiscard]] std::uint64_t global_count() const;
 
-  /// Collective: writes `folder` (meta.txt + one file per rank), all or
-  /// nothing (a temporary folder renamed at the end).
+  /// Collective: writes `folder` (meta.txt, the cuts, one file per rank),
+  /// all or nothing (a temporary folder renamed at the end).
   void write_checkpoint(const std::filesystem::path& folder) const;
   /// Collective: a legacy-VTK unstructured grid of vertices (positions,
   /// velocities, ids) written with MPI-IO into one file (ParaView opens it).
   void write_snapshot(const std::filesystem::path& path) const;
   /// Collective: the surface density seen from above on a width x width
-  /// grid covering |x|, |y| <= extent (row 0 at +y), summed over ranks on
-  /// rank 0 (empty elsewhere): particles per cell.
+  /// grid covering |x|, |y| <= extent (row 0 at -y, x fastest), summed over
+  /// ranks on rank 0 (empty elsewhere): particles per cell.
   [[nodiscard]] std::vector<double> surface_density(int width, double extent) const;
 
   [[nodiscard]] long steps() const noexcept { return steps_; }
@@ -120,6 +120,7 @@ class Ring {
   long steps_ = 0;
   long start_step_ = 0;
   double dissipated_ = 0;  // this rank's share
+  std::vector<double> restored_cuts_;  // from a checkpoint, until start() restores them
   std::uint64_t contacts_ = 0;
 };
 

@@ -493,6 +493,47 @@ std::vector<double> Multisection::cuts() const {
   return all;
 }
 
+void Multisection::restore(std::span<const double> cuts) {
+  const auto [nx, ny, nz] = divisions_;
+  Cuts next = cuts_;
+  std::string problem;
+  if (cuts.size() != next.x.size() + next.y.size() + next.z.size()) {
+    problem = fmt::format("{} cuts for divisions {} x {} x {} (need {})", cuts.size(), nx, ny, nz,
+                          next.x.size() + next.y.size() + next.z.size());
+  } else {
+    std::copy(cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(next.x.size()), next.x.begin());
+    std::copy(cuts.begin() + static_cast<std::ptrdiff_t>(next.x.size()),
+              cuts.begin() + static_cast<std::ptrdiff_t>(next.x.size() + next.y.size()), next.y.begin());
+    std::copy(cuts.end() - static_cast<std::ptrdiff_t>(next.z.size()), cuts.end(), next.z.begin());
+    // Each run of cuts spans the domain on its axis, in order.
+    const auto check = [&](const std::vector<double>& axis_cuts, int parts, int axis) {
+      for (std::size_t first = 0; first < axis_cuts.size() && problem.empty(); first += static_cast<std::size_t>(parts + 1)) {
+        if (axis_cuts[first] != domain_.lo[axis] || axis_cuts[first + static_cast<std::size_t>(parts)] != domain_.hi[axis])
+          problem = fmt::format("cuts on axis {} do not span the domain [{}, {})", axis, domain_.lo[axis], domain_.hi[axis]);
+        for (int k = 0; k < parts && problem.empty(); ++k)
+          if (!(axis_cuts[first + static_cast<std::size_t>(k)] <= axis_cuts[first + static_cast<std::size_t>(k) + 1]))
+            problem = fmt::format("cuts on axis {} are not ascending (or NaN)", axis);
+      }
+    };
+    check(next.x, nx, 0);
+    check(next.y, ny, 1);
+    check(next.z, nz, 2);
+  }
+  // The same cuts on every rank: compare a checksum of their bits.
+  std::uint64_t hash = 1469598103934665603ull;
+  for (double c : cuts) hash = (hash ^ std::bit_cast<std::uint64_t>(c)) * 1099511628211ull;
+  std::uint64_t range[2] = {hash, ~hash};
+  comm_->allreduce_in_place(std::span<std::uint64_t>(range), MPI_MAX);
+  if (problem.empty() && range[0] != hash) problem = "the cuts differ between ranks";
+  if (problem.empty() && ~range[1] != hash) problem = "the cuts differ between ranks";
+  agree(*comm_, "Multisection::restore", problem);
+  auto neighbours = neighbours_in(next, comm_->rank());
+  const Box own = box_in(next, comm_->rank());
+  cuts_ = std::move(next);
+  neighbours_ = std::move(neighbours);
+  set_own_box(own);
+}
+
 std::vector<int> Multisection::neighbours_in(const Cuts& cuts, int rank) const {
   const Box mine = box_in(cuts, rank);
   const double margin = options_.neighbour_margin;

@@ -548,3 +548,31 @@ TEST(Multisection, ParticlesReadThroughAProjectionGiveTheSameCuts) {
 }
 
 }  // namespace
+
+namespace {
+
+// Cuts saved with cuts() and restored into a fresh decomposition give the
+// same owners and neighbours; bad cuts are an error on every rank and leave
+// the object as it was.
+TEST(Multisection, RestoreSavedCuts) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const domex::Box domain{{0, 0, 0}, {1, 1, 1}};
+  const auto particles = clustered(5000, 3 + static_cast<std::uint64_t>(comm.rank()));
+  domex::Multisection balanced(comm, domain);
+  balanced.rebalance(particles);
+  domex::Multisection fresh(comm, domain);
+  fresh.restore(balanced.cuts());
+  EXPECT_EQ(fresh.cuts(), balanced.cuts());
+  EXPECT_EQ(fresh.neighbours(), balanced.neighbours());
+  for (const auto& p : particles) ASSERT_EQ(fresh.owner(p), balanced.owner(p));
+  auto bad = balanced.cuts();
+  const auto before = fresh.cuts();
+  bad.pop_back();
+  EXPECT_THROW(fresh.restore(bad), domex::Error);
+  bad = balanced.cuts();
+  if (comm.rank() == comm.size() - 1) bad[0] = -1;  // one rank's copy does not span the domain
+  EXPECT_THROW(fresh.restore(bad), domex::Error);
+  EXPECT_EQ(fresh.cuts(), before);
+}
+
+}  // namespace

@@ -164,6 +164,11 @@ class Multisection {
   [[nodiscard]] Point wrap(const Point& coordinates) const noexcept;
   /// All cuts, x then the slabs' y then the columns' z (identical on every rank).
   [[nodiscard]] std::vector<double> cuts() const;
+  /// Collective: sets the cuts saved from cuts() (a checkpoint) of a
+  /// decomposition with the same domain and divisions. Every rank must pass
+  /// the same values, spanning the domain and ascending on each axis
+  /// (checked: domex::Error on every rank, the object unchanged).
+  void restore(std::span<const double> cuts);
   [[nodiscard]] const RebalanceStats& stats() const noexcept { return stats_; }
 
  private:
