@@ -235,6 +235,9 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
   const double error = (final_energy.conserved() - initial.conserved()) / std::abs(initial.conserved());
   const std::uint64_t count = ring.global_count(), checksum = ring.checksum();
   const double ipp = comm.allreduce(ring.interactions_per_particle(), MPI_SUM) / comm.size();
+  const domex::TreeStats& stats = ring.tree().stats();
+  const double groups = comm.allreduce(static_cast<double>(stats.groups), MPI_SUM);
+  const double epj = comm.allreduce(static_cast<double>(stats.epj_interactions), MPI_SUM);
   const auto contacts = comm.allreduce(ring.contacts(), MPI_SUM);
   const domex::Provenance where = domex::provenance(comm);
   if (!root) return;
@@ -246,7 +249,9 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
   fmt::print("domex-ring  N {}  {} ranks  {} steps  t {:.4f}  legacy {}\n", count, comm.size(), steps, ring.time(),
              to_string(derived.legacy));
   print_times(times);
-  fmt::print("  interactions/particle {:>10.1f}   contacts {}\n", ipp, contacts);
+  fmt::print("  interactions/particle {:>10.1f}   (particles {:.1f}, cells {:.1f}; {:.1f} targets per group)   contacts {}\n",
+             ipp, epj / static_cast<double>(count), ipp - epj / static_cast<double>(count),
+             static_cast<double>(count) / std::max(groups, 1.0), contacts);
   fmt::print("  non-force work        {:>10.1f} ns per particle per step (decompose + exchange + other, avg)\n",
              1e6 * non_force / per_rank);
   fmt::print("  imbalance             {:>10.1f} % of the step (max over ranks)\n", 100 * imbalance / times.total);
