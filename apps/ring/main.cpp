@@ -254,7 +254,8 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
              static_cast<double>(count) / std::max(groups, 1.0), contacts);
   fmt::print("  non-force work        {:>10.1f} ns per particle per step (decompose + exchange + other, avg)\n",
              1e6 * non_force / per_rank);
-  fmt::print("  imbalance             {:>10.1f} % of the step (max over ranks)\n", 100 * imbalance / times.total);
+  fmt::print("  imbalance             {:>10.1f} % of the step (max over ranks)\n",
+             times.total > 0 ? 100 * imbalance / times.total : 0.0);
   fmt::print("  energy error          {:>+10.3e}   (kinetic + central + self + springs + dissipated {:.3e})\n", error,
              final_energy.dissipated);
   if (verify) fmt::print("  checksum              {:016x}\n", checksum);
