@@ -26,6 +26,7 @@
 #include "files.hpp"
 #include "image.hpp"
 #include "ring.hpp"
+#include "run_app.hpp"
 
 namespace {
 
@@ -277,33 +278,22 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
 
 int run(int argc, char** argv) {
   domex::Comm comm{MPI_COMM_WORLD};
-  const bool root = comm.rank() == 0;
   CommandLine line;
   auto app = make_app(line);
-  try {
-    app->parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = root ? app->exit(error) : error.get_exit_code();
-    return code == 0 ? 0 : 2;
-  }
-  const Config config = line.finish();
+  Config config;
   Derived derived;
-  try {
-    derived = validate(config, comm);
-  } catch (const domex::Error& error) {
-    if (root) std::fprintf(stderr, "%s\n", error.what());
-    return 2;
-  }
-  try {
-    if (config.compare_legacy)
-      compare_legacy(comm, config);
-    else
-      simulate(comm, config, derived, line.verify);
-  } catch (const domex::Error& error) {
-    if (root) std::fprintf(stderr, "%s\n", error.what());
-    return 1;
-  }
-  return 0;
+  return domex::apps::run_app(
+      comm, *app, argc, argv,
+      [&] {
+        config = line.finish();
+        derived = validate(config, comm);
+      },
+      [&] {
+        if (config.compare_legacy)
+          compare_legacy(comm, config);
+        else
+          simulate(comm, config, derived, line.verify);
+      });
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// The run() every application shares: parse the command line, validate,
+// simulate, each stage's error printed once (by rank 0) with its exit code.
+
+#include <CLI/CLI.hpp>
+#include <domex/comm/comm.hpp>
+#include <domex/comm/error.hpp>
+
+#include <cstdio>
+
+namespace domex::apps {
+
+/// Parses argv with `app` (--help: exit 0; a parse error: CLI11's message,
+/// exit 2), then `validate()` (a domex::Error: its message, exit 2, nothing
+/// written), then `simulate()` (a domex::Error: its message, exit 1). Every
+/// rank parses the same arguments and the checks are collective, so every
+/// rank takes the same branch; only rank 0 prints.
+template <class Validate, class Simulate>
+int run_app(const Comm& comm, CLI::App& app, int argc, char** argv, Validate&& validate, Simulate&& simulate) {
+  const bool root = comm.rank() == 0;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = root ? app.exit(error) : error.get_exit_code();
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    validate();
+  } catch (const Error& error) {
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 2;
+  }
+  try {
+    simulate();
+  } catch (const Error& error) {
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace domex::apps
