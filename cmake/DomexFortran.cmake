@@ -3,6 +3,17 @@
 # examples (examples/fortran, ctest tests at np 1, 2, 4), built when a Fortran
 # compiler and the same MPI's mpi_f08 module are found; otherwise skipped
 # with a message.
+# Warnings for a Fortran target; the sanitizer's link flags where the C++
+# layers were built with it.
+function(domex_fortran_flags target)
+  if(CMAKE_Fortran_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -std=f2008 -Wall -fimplicit-none $<$<BOOL:${DOMEX_WERROR}>:-Werror>)
+  endif()
+  if(DOMEX_SANITIZE)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
 option(DOMEX_FORTRAN "Build the Fortran module and examples when a Fortran compiler is found" ON)
 set(DOMEX_HAVE_FORTRAN OFF)
 if(DOMEX_FORTRAN)
@@ -35,6 +46,10 @@ if(DOMEX_FORTRAN)
       add_subdirectory(src/fortran)
       if(DOMEX_BUILD_TESTS)
         add_subdirectory(examples/fortran)
+        add_executable(test_fortran tests/capi/test_fortran.f90)
+        target_link_libraries(test_fortran PRIVATE domex::fortran)
+        domex_fortran_flags(test_fortran)
+        domex_add_c_test(test_fortran)
       endif()
     endif()
   endif()
