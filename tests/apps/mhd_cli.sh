@@ -3,6 +3,7 @@
 # The domex-mhd executable as a user runs it: a short run writes the table,
 # mhd.json, PNGs and VTK snapshots (no .part left); the same checksum on 1 and
 # 2 ranks; a bad configuration exits with 2, names the value and writes nothing;
+# checkpoint/restart equals the uninterrupted run bitwise (other np and depth);
 # tools/plot_mhd.py reads the last snapshot (when a python with matplotlib is given).
 # Usage: mhd_cli.sh DOMEX_MHD MPIEXEC "PREFLAGS" [PYTHON]
 set -euo pipefail
@@ -54,6 +55,21 @@ expect_bad "INI typo" "stpes" --config "$work/typo.ini" --output "$work/bad"
 touch "$work/a-file"
 expect_bad "output under a file" "--output $work/a-file/out" --cells 8 8 8 --steps 2 --output "$work/a-file/out"
 expect_bad "output in /proc" "--output /proc/domex-test" --cells 8 8 8 --steps 2 --output /proc/domex-test
+
+# Checkpoint/restart: 8 steps == 4 steps + restart + 4 steps, bitwise, also on
+# another number of ranks and depth; a checkpoint of other physics is refused.
+ck=(--cells 12 10 8 --x-min -6 --x-max 6 --half-width 5 --dipole 20 --r-inner 2.5 --image-every 0 --snapshot-every 0 --verify)
+run 2 "${ck[@]}" --steps 8 --depth 2 --checkpoint-every 4 --output "$work/ck" > "$work/ck.txt" 2> /dev/null || fail "checkpointing run failed"
+[[ -s "$work/ck/checkpoint_000004.dmx" && -s "$work/ck/checkpoint_000008.dmx" ]] || fail "checkpoints missing"
+[[ -z "$(find "$work/ck" -name '*.part')" ]] || fail "a checkpoint .part file was left behind"
+run 1 "${ck[@]}" --steps 8 --depth 3 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck1" > "$work/ck1.txt" 2> /dev/null ||
+  fail "restart failed"
+sum_full=$(grep checksum "$work/ck.txt") sum_restart=$(grep checksum "$work/ck1.txt")
+[[ -n "$sum_full" && "$sum_full" == "$sum_restart" ]] || fail "restart differs: '$sum_full' vs '$sum_restart'"
+status=0
+run 2 "${ck[@]}" --steps 8 --nu 0.2 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck2" > /dev/null 2> "$work/ck2.err" ||
+  status=$?
+[[ $status -eq 1 ]] && grep -q -- "--nu" "$work/ck2.err" || fail "restart with another --nu: status $status: $(cat "$work/ck2.err")"
 
 if [[ -n "$python" ]]; then
   "$python" "$root/tools/plot_mhd.py" "$work/two/snapshot_000006.vtk" -o "$work/plot.png" > /dev/null
