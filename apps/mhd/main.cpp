@@ -67,7 +67,10 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
                    {reinterpret_cast<const char*>(png.data()), png.size()});
       });
     }
-    if (snapshot) collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });
+    if (snapshot && config.snapshot_format == "hdf5")
+      write_hdf5(solver, folder / fmt::format("snapshot_{:06}.h5", step));  // collective, with its .xmf
+    else if (snapshot)
+      collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });
   };
 
   const double mass0 = solver.mass();
