@@ -61,8 +61,9 @@ void validate(const Config& config, const Comm& comm) {
   if (config.snapshot_format != "vtk" && config.snapshot_format != "hdf5")
     reject(fmt::format("--snapshot-format {}: must be vtk or hdf5", config.snapshot_format));
   if (config.snapshot_format == "hdf5" && !hdf5_available())
-    reject("--snapshot-format hdf5: this domex-mhd was built without parallel HDF5 (install it with "
-           "DOMEX_WITH_HDF5=1 source scripts/setup.sh, then configure again)");
+    reject("--snapshot-format hdf5: this domex-mhd was built without parallel HDF5 for its MPI (Debian: "
+           "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or libhdf5-mpich-dev; then "
+           "configure again)");
   if (config.checkpoint_every < 0)
     reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
   if (config.checkpoint_every > 0 && config.output.empty())
