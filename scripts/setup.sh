@@ -5,9 +5,12 @@
 # Sourced by scripts/demo.sh, scripts/test.sh and .ci/run.
 
 domex_packages=(build-essential cmake ninja-build pkg-config openmpi-bin libopenmpi-dev
-                libfmt-dev libcli11-dev libgtest-dev nlohmann-json3-dev libhwy-dev libpng-dev python3 python3-matplotlib)
+                libfmt-dev libcli11-dev libgtest-dev nlohmann-json3-dev libhwy-dev libpng-dev python3 python3-matplotlib
+                gfortran)
 if [[ "${DOMEX_WITH_MPICH:-0}" == 1 ]]; then domex_packages+=(mpich libmpich-dev); fi
 if [[ "${DOMEX_WITH_FUZZ:-0}" == 1 ]]; then domex_packages+=(clang libclang-rt-dev); fi
+# Parallel HDF5 for domex-mhd --snapshot-format hdf5 (the Open MPI build).
+if [[ "${DOMEX_WITH_HDF5:-0}" == 1 ]]; then domex_packages+=(libhdf5-openmpi-dev); fi
 # Doxygen for the API reference (cmake --build <dir> --target domex-docs).
 if [[ "${DOMEX_WITH_DOCS:-0}" == 1 ]]; then domex_packages+=(doxygen); fi
 

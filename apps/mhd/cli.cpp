@@ -18,6 +18,14 @@ void add_options(CLI::App& app, Config& config, std::vector<long>& cells, std::v
   app.add_option("--image-every", config.image_every, "slice PNG every N steps (0: none)")->capture_default_str();
   app.add_option("--snapshot-every", config.snapshot_every, "VTK snapshot every N steps (0: none)")
       ->capture_default_str();
+  app.add_option("--snapshot-format", config.snapshot_format,
+                 "vtk (legacy VTK) | hdf5 (parallel HDF5 + XDMF sidecar for ParaView)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-every", config.checkpoint_every,
+                 "checkpoint (all fields, float64) every N steps and at the end (0: none)")
+      ->capture_default_str();
+  app.add_option("--restart", config.restart,
+                 "checkpoint file to go on from (any np, dims, depth); --steps counts from step 0");
   const auto physical = [&](const char* name, double& value, const char* help) {
     app.add_option(name, value, help)->capture_default_str()->group("Physics");
   };

@@ -33,6 +33,9 @@ struct Config {
   std::string output = "results/mhd";     ///< output folder; empty: write nothing
   long image_every = 20;                  ///< slice PNG every N steps and at the end; 0: none
   long snapshot_every = 100;              ///< VTK snapshot every N steps and at the end; 0: none
+  std::string snapshot_format = "vtk";    ///< "vtk" (legacy VTK, no dependency) or "hdf5" (+ XDMF sidecar)
+  long checkpoint_every = 0;              ///< checkpoint every N steps and at the end; 0: none
+  std::string restart;                    ///< checkpoint to restart from ("": start at step 0)
   // -- box: x in [x_min, x_max], y and z in [-half_width, half_width] -------
   double x_min = -24, x_max = 40, half_width = 24;
   // -- solar wind (inflow at x_min) ----------------------------------------

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "config.hpp"
 #include "output.hpp"
@@ -37,10 +38,21 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
     });
 
   Solver solver(comm, config);
+  if (!config.restart.empty()) {
+    read_checkpoint(solver, config.restart);  // collective; any np, dims, depth
+    if (solver.steps() > config.steps)
+      domex::fail("restart", fmt::format("{} is at step {}, beyond --steps {}", config.restart, solver.steps(), config.steps));
+  }
+  const long first_step = solver.steps();
   domex::Profile& profile = solver.profile();
   const auto output = [&] {
     const long step = solver.steps();
     const bool last = step == config.steps;
+    if (writing && config.checkpoint_every > 0 && step > first_step && (step % config.checkpoint_every == 0 || last)) {
+      auto timer = profile.phase("output");
+      solver.check_state();  // never checkpoint a broken state
+      write_checkpoint(solver, folder / fmt::format("checkpoint_{:06}.dmx", step));
+    }
     const bool image = writing && config.image_every > 0 && (step % config.image_every == 0 || last);
     const bool snapshot = writing && config.snapshot_every > 0 && (step % config.snapshot_every == 0 || last);
     if (!image && !snapshot) return;
@@ -52,7 +64,10 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
         if (root) domex::apps::write_png(folder / fmt::format("slice_{:06}.png", step), slice);
       });
     }
-    if (snapshot) collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });
+    if (snapshot && config.snapshot_format == "hdf5")
+      write_hdf5(solver, folder / fmt::format("snapshot_{:06}.h5", step));  // collective, with its .xmf
+    else if (snapshot)
+      collectively(comm, [&] { write_vtk(solver, folder / fmt::format("snapshot_{:06}.vtk", step)); });
   };
 
   const double mass0 = solver.mass();
@@ -70,7 +85,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
     if (solver.steps() % every == 0 || solver.steps() == config.steps) {
       const double mass = solver.mass(), wall = MPI_Wtime() - start;
       const double eta =
-          wall / static_cast<double>(solver.steps()) * static_cast<double>(config.steps - solver.steps());
+          wall / static_cast<double>(solver.steps() - first_step) * static_cast<double>(config.steps - solver.steps());
       if (root)
         fmt::print(stderr, "  step {:>6}/{}  t {:8.3f}  wall {:7.2f} s  ETA {:7.2f} s  mass {:.9e}\n", solver.steps(),
                    config.steps, solver.time(), wall, eta, mass);
@@ -78,6 +93,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
   }
   solver.check_state();
   const double wall = comm.allreduce(MPI_Wtime() - start, MPI_MAX);
+  const long ran = std::max(1L, solver.steps() - first_step);  // steps of this run (after a restart: since it)
   const double mass = solver.mass();
   const std::uint64_t checksum = solver.checksum();
   const auto rows = profile.reduce(comm);
@@ -97,7 +113,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
   fmt::print("  depth k          {:>12}   (one exchange per {} steps)\n", solver.depth(), solver.depth());
   fmt::print("  steps            {:>12}   exchanges {}, dt {:.4g}, t {:.4g}\n", solver.steps(), solver.exchanges(),
              solver.dt(), solver.time());
-  fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(solver.steps()),
+  fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(ran),
              wall);
   for (const char* phase : {"compute", "halo", "boundary", "output"})
     fmt::print("  {:<8} (max)   {:>12.3f} s\n", phase, max_of(phase));
@@ -124,7 +140,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
       {"dt", solver.dt()},
       {"time", solver.time()},
       {"wall_seconds", wall},
-      {"seconds_per_step", wall / static_cast<double>(solver.steps())},
+      {"seconds_per_step", wall / static_cast<double>(ran)},
       {"compute_max", compute},
       {"halo_max", halo},
       {"boundary_max", boundary},

@@ -47,6 +47,15 @@ struct ColourRange {
 /// cells contiguous in the file), and rank 0 renames it to `path` when complete.
 void write_vtk(const Solver& solver, const std::filesystem::path& path);
 
+/// Whether this domex-mhd was built with parallel HDF5 (--snapshot-format hdf5).
+[[nodiscard]] bool hdf5_available() noexcept;
+/// Collective: parallel HDF5 snapshot (float64 datasets /rho, /p of NZ x NY x
+/// NX and /v, /B of NZ x NY x NX x 3, x fastest, values at the cell centres)
+/// written to `path`.part and renamed when complete, then an XDMF sidecar
+/// (`path` with .xmf) that ParaView opens. Throws domex::Error on every rank
+/// if HDF5 is not built in or a write fails.
+void write_hdf5(const Solver& solver, const std::filesystem::path& path);
+
 using domex::apps::write_file;  // all-or-nothing (files.hpp)
 
 }  // namespace domex::mhd

@@ -355,6 +355,21 @@ void Solver::exchange() {
   apply_boundary();
 }
 
+void Solver::restore(long steps, double dt, const std::array<std::vector<double>, field::count>& fields) {
+  const auto n = grid_->local_cells();
+  for (std::size_t f = 0; f < field::count; ++f)
+    for (long k = 0; k < static_cast<long>(n[2]); ++k)
+      for (long j = 0; j < static_cast<long>(n[1]); ++j)
+        for (long i = 0; i < static_cast<long>(n[0]); ++i) {
+          const std::size_t c = halo_->index(i, j, k);
+          u_[f][c] = fields[f][c];
+        }
+  steps_ = steps;
+  dt_ = dt;
+  since_exchange_ = depth();  // exchange (and apply the boundary) before the next step
+  first_bad_ = -1;
+}
+
 void Solver::step() {
   if (since_exchange_ == depth()) exchange();
   ++since_exchange_;

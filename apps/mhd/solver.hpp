@@ -64,6 +64,12 @@ class Solver {
   [[nodiscard]] Profile& profile() noexcept { return profile_; }
   [[nodiscard]] const Profile& profile() const noexcept { return profile_; }
 
+  /// Restart (read_checkpoint): the owned cells of every field from `fields`
+  /// (on the halo layout; ghosts ignored), the step count and dt. The next
+  /// step exchanges the ghosts first, so the run goes on bitwise as if it had
+  /// never stopped, whatever np, dims or depth. Local.
+  void restore(long steps, double dt, const std::array<std::vector<double>, field::count>& fields);
+
   /// Field `f` (field::rho ...) on the halo layout: halo().index(i, j, k).
   [[nodiscard]] const std::vector<double>& field(std::size_t f) const noexcept { return u_[f]; }
   /// The dipole field B_dipole component `axis` on the halo layout.

@@ -3,7 +3,9 @@
 # The domex-mhd executable as a user runs it: a short run writes the table,
 # mhd.json, PNGs and VTK snapshots (no .part left); the same checksum on 1 and
 # 2 ranks; a bad configuration exits with 2, names the value under one prefix
-# (domex-mhd:) and writes nothing;
+# (domex-mhd:) and writes nothing; checkpoint/restart equals the uninterrupted
+# run bitwise (other np and depth); HDF5 snapshots with XDMF sidecars, the same
+# bytes on 1 and 2 ranks (if built);
 # tools/plot_mhd.py reads the last snapshot (when a python with matplotlib is given).
 # Usage: mhd_cli.sh DOMEX_MHD MPIEXEC "PREFLAGS" [PYTHON]
 set -euo pipefail
@@ -58,6 +60,40 @@ expect_bad "INI typo" "stpes" --config "$work/typo.ini" --output "$work/bad"
 touch "$work/a-file"
 expect_bad "output under a file" "--output $work/a-file/out" --cells 8 8 8 --steps 2 --output "$work/a-file/out"
 expect_bad "output in /proc" "--output /proc/domex-test" --cells 8 8 8 --steps 2 --output /proc/domex-test
+
+# Checkpoint/restart: 8 steps == 4 steps + restart + 4 steps, bitwise, also on
+# another number of ranks and depth; a checkpoint of other physics is refused.
+ck=(--cells 12 10 8 --x-min -6 --x-max 6 --half-width 5 --dipole 20 --r-inner 2.5 --image-every 0 --snapshot-every 0 --verify)
+run 2 "${ck[@]}" --steps 8 --depth 2 --checkpoint-every 4 --output "$work/ck" > "$work/ck.txt" 2> /dev/null || fail "checkpointing run failed"
+[[ -s "$work/ck/checkpoint_000004.dmx" && -s "$work/ck/checkpoint_000008.dmx" ]] || fail "checkpoints missing"
+[[ -z "$(find "$work/ck" -name '*.part')" ]] || fail "a checkpoint .part file was left behind"
+run 1 "${ck[@]}" --steps 8 --depth 3 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck1" > "$work/ck1.txt" 2> /dev/null ||
+  fail "restart failed"
+sum_full=$(grep checksum "$work/ck.txt") sum_restart=$(grep checksum "$work/ck1.txt")
+[[ -n "$sum_full" && "$sum_full" == "$sum_restart" ]] || fail "restart differs: '$sum_full' vs '$sum_restart'"
+status=0
+run 2 "${ck[@]}" --steps 8 --nu 0.2 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck2" > /dev/null 2> "$work/ck2.err" ||
+  status=$?
+[[ $status -eq 1 ]] && grep -q -- "--nu" "$work/ck2.err" || fail "restart with another --nu: status $status: $(cat "$work/ck2.err")"
+
+# HDF5 snapshots (when built with parallel HDF5): .h5 + .xmf sidecar, no
+# .part left, the same bytes from 1 and 2 ranks; otherwise a clear refusal.
+h5=(--cells 12 10 8 --x-min -6 --x-max 6 --half-width 5 --dipole 20 --r-inner 2.5 --steps 4 --depth 2 --image-every 0
+    --snapshot-every 2 --snapshot-format hdf5)
+status=0
+run 2 "${h5[@]}" --output "$work/h5two" > /dev/null 2> "$work/h5.err" || status=$?
+if [[ $status -eq 2 ]]; then
+  grep -q "built without parallel HDF5" "$work/h5.err" || fail "hdf5 refused without saying why: $(cat "$work/h5.err")"
+else
+  [[ $status -eq 0 ]] || fail "hdf5 run failed: $(cat "$work/h5.err")"
+  run 1 "${h5[@]}" --output "$work/h5one" > /dev/null 2>&1 || fail "1-rank hdf5 run failed"
+  for f in snapshot_000000.h5 snapshot_000000.xmf snapshot_000004.h5 snapshot_000004.xmf; do
+    [[ -s "$work/h5two/$f" ]] || fail "missing or empty: $f"
+    cmp -s "$work/h5one/$f" "$work/h5two/$f" || fail "1- and 2-rank $f differ"
+  done
+  grep -q 'snapshot_000004.h5:/rho' "$work/h5two/snapshot_000004.xmf" || fail "the XDMF sidecar does not point at the .h5"
+  [[ -z "$(find "$work/h5two" -name '*.part')" ]] || fail "an hdf5 .part file was left behind"
+fi
 
 if [[ -n "$python" ]]; then
   "$python" "$root/tools/plot_mhd.py" "$work/two/snapshot_000006.vtk" -o "$work/plot.png" > /dev/null

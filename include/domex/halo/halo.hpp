@@ -141,6 +141,9 @@ class HaloPlan {
     std::size_t element_size;
     std::size_t elements;
   };
+  /// begin() for fields whose number and types are known only at run time
+  /// (the C API): the raw bytes of each. Errors as begin().
+  void begin(std::span<const FieldView> fields) { begin_views(fields); }
 
  private:
   template <class F>

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The Fortran module `domex` (src/fortran, over the C API) and the Fortran
+# examples (examples/fortran, ctest tests at np 1, 2, 4), built when a Fortran
+# compiler and the same MPI's mpi_f08 module are found; otherwise skipped
+# with a message.
+# Warnings for a Fortran target; the sanitizer's link flags where the C++
+# layers were built with it.
+function(domex_fortran_flags target)
+  if(CMAKE_Fortran_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -std=f2008 -Wall -fimplicit-none $<$<BOOL:${DOMEX_WERROR}>:-Werror>)
+  endif()
+  if(DOMEX_SANITIZE)
+    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+endfunction()
+
+option(DOMEX_FORTRAN "Build the Fortran module and examples when a Fortran compiler is found" ON)
+set(DOMEX_HAVE_FORTRAN OFF)
+if(DOMEX_FORTRAN)
+  include(CheckLanguage)
+  check_language(Fortran)
+  if(NOT CMAKE_Fortran_COMPILER)
+    message(STATUS "domex: no Fortran compiler: the Fortran module is not built")
+  else()
+    enable_language(Fortran)
+    # The Fortran MPI must be the C++ one (a build for MPICH names mpicxx.mpich only).
+    if(NOT MPI_Fortran_COMPILER AND MPI_CXX_COMPILER MATCHES "^(.*)mpic(xx|\\+\\+)([^/]*)$")
+      if(EXISTS "${CMAKE_MATCH_1}mpif90${CMAKE_MATCH_3}")
+        set(MPI_Fortran_COMPILER "${CMAKE_MATCH_1}mpif90${CMAKE_MATCH_3}" CACHE FILEPATH "MPI Fortran wrapper")
+      endif()
+    endif()
+    find_package(MPI COMPONENTS Fortran)
+    set(_domex_same_mpi OFF)
+    foreach(lib IN LISTS MPI_CXX_LIBRARIES)
+      if(lib MATCHES "libmpi(ch)?\\.(so|a)" AND lib IN_LIST MPI_Fortran_LIBRARIES)
+        set(_domex_same_mpi ON)
+      endif()
+    endforeach()
+    if(NOT MPI_Fortran_FOUND OR NOT MPI_Fortran_HAVE_F08_MODULE)
+      message(STATUS "domex: no MPI Fortran with mpi_f08: the Fortran module is not built")
+    elseif(NOT _domex_same_mpi)
+      message(STATUS "domex: the Fortran MPI (${MPI_Fortran_LIBRARIES}) is not the C++ one "
+                     "(${MPI_CXX_LIBRARIES}): the Fortran module is not built (set MPI_Fortran_COMPILER)")
+    else()
+      set(DOMEX_HAVE_FORTRAN ON)
+      add_subdirectory(src/fortran)
+      if(DOMEX_BUILD_TESTS)
+        add_subdirectory(examples/fortran)
+        add_executable(test_fortran tests/capi/test_fortran.f90)
+        target_link_libraries(test_fortran PRIVATE domex::fortran)
+        domex_fortran_flags(test_fortran)
+        domex_add_c_test(test_fortran)
+      endif()
+    endif()
+  endif()
+endif()

@@ -1,0 +1,139 @@
+! SPDX-License-Identifier: BSD-3-Clause
+! The Fortran module's error paths and handles: every failing call sets ierr
+! and a message (domex_last_error) on every rank concerned, outputs stay
+! untouched, and the objects stay usable. Ghost values of a 3-D and a 4-D
+! exchange are checked against values computed here. Exit code 1 on any
+! failure (reduced over the ranks).
+program test_fortran
+  use, intrinsic :: iso_c_binding
+  use mpi_f08
+  use domex
+  implicit none
+  type(domex_comm) :: comm, from_integer
+  type(domex_halo) :: halo, none
+  type(domex_inbox) :: inbox
+  type(domex_profile) :: profile
+  real(c_double), allocatable :: a(:, :, :), b(:, :, :), f(:, :, :, :)
+  integer(c_int), allocatable :: ranks(:)
+  integer(c_size_t), allocatable :: offsets(:)
+  real(c_double), target :: payload(1)
+  integer(c_int), pointer :: sources(:)
+  integer :: rank, size, ierr, failures, n(3), o(3), i, j, k
+  logical :: ghosts_ok
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, size)
+  failures = 0
+
+  call domex_comm_create(MPI_COMM_WORLD, comm)
+  call domex_comm_create(MPI_COMM_WORLD%MPI_VAL, from_integer)   ! integer (mpi / mpif.h) handle
+  call check(domex_comm_rank(from_integer) == rank .and. domex_comm_size(comm) == size, 'comm rank and size')
+  call domex_comm_free(from_integer)
+  call check(.not. c_associated(from_integer%handle), 'comm freed')
+
+  ! Bad arguments: ierr and a message on every rank, no handle.
+  call domex_halo_create(comm, [8, 8, 8], 0, none, ierr=ierr)
+  call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'depth 0') > 0, 'depth 0')
+  call check(.not. c_associated(none%handle), 'no handle after an error')
+  call domex_halo_create(comm, [8, 8, 8], 1, none, dims=[size + 1, 1, 1], ierr=ierr)
+  call check(ierr /= DOMEX_SUCCESS .and. len(domex_last_error()) > 0, 'bad dims')
+  call domex_halo_create(comm, [8, 8, 8], 1, none, neighbours=merge(5, 6, rank == 0), ierr=ierr)
+  call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'rank 0') > 0, 'neighbours 5 on rank 0')
+
+  ! A deep halo, periodic on x and z: ghosts of a 3-D pair and of a 4-D array.
+  call domex_halo_create(comm, [11, 9, 7], 2, halo, periodic=[.true., .false., .true.])
+  n = domex_halo_local_cells(halo)
+  o = domex_halo_offset(halo)
+  allocate(a(-1:n(1)+2, -1:n(2)+2, -1:n(3)+2), b(-1:n(1)+2, -1:n(2)+2, -1:n(3)+2))
+  allocate(f(-1:n(1)+2, -1:n(2)+2, -1:n(3)+2, 3))
+  a = -1
+  do k = 1, n(3)
+    do j = 1, n(2)
+      do i = 1, n(1)
+        a(i, j, k) = value(o(1) + i, o(2) + j, o(3) + k)
+      end do
+    end do
+  end do
+  b = 2 * a
+  f(:, :, :, 1) = a
+  f(:, :, :, 2) = b
+  f(:, :, :, 3) = -a
+  call domex_halo_exchange(halo, a, b)
+  call domex_halo_exchange(halo, f)
+  ghosts_ok = .true.
+  do k = -1, n(3) + 2
+    do j = -1, n(2) + 2
+      do i = -1, n(1) + 2
+        if (o(2) + j < 1 .or. o(2) + j > 9) then
+          ghosts_ok = ghosts_ok .and. a(i, j, k) == -1 .and. f(i, j, k, 1) == -1   ! y not periodic: untouched
+        else
+          ghosts_ok = ghosts_ok .and. a(i, j, k) == value(o(1) + i, o(2) + j, o(3) + k) .and. &
+                      b(i, j, k) == 2 * a(i, j, k) .and. f(i, j, k, 1) == a(i, j, k) .and. &
+                      f(i, j, k, 2) == b(i, j, k) .and. f(i, j, k, 3) == -a(i, j, k)
+        end if
+      end do
+    end do
+  end do
+  call check(ghosts_ok, 'ghost values of 3-D and 4-D fields')
+
+  ! A field of the wrong size on rank 0: an error there and on its neighbours,
+  ! then the plan still works.
+  if (rank == 0) then
+    call domex_halo_exchange(halo, a(0:, :, :), ierr=ierr)
+    call check(ierr == DOMEX_ERR_ARGUMENT, 'wrong-size field on rank 0')
+  else
+    call domex_halo_exchange(halo, a, ierr=ierr)
+    call check(ierr == DOMEX_ERR_LIBRARY .and. index(domex_last_error(), 'rank 0') > 0, 'neighbour of a bad rank')
+  end if
+  call domex_halo_exchange(halo, a, b, ierr=ierr)
+  call check(ierr == DOMEX_SUCCESS, 'usable after an error')
+  call domex_halo_free(halo)
+
+  ! Sparse exchange: one double to the next rank; an unknown algorithm on the last rank.
+  call domex_inbox_create(inbox)
+  ranks = [int(mod(rank + 1, size), c_int)]
+  offsets = [0_c_size_t, 1_c_size_t]
+  payload = rank
+  call domex_exchange(comm, ranks, offsets, c_loc(payload), c_sizeof(payload(1)), inbox, 'nbx')
+  call domex_inbox_sources(inbox, sources)
+  call check(all(sources == [mod(rank + size - 1, size)]), 'exchange sources')
+  call domex_exchange(comm, ranks, offsets, c_loc(payload), c_sizeof(payload(1)), inbox, &
+                      merge('bogus', 'nbx  ', rank == size - 1), ierr=ierr)
+  call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'bogus') > 0, 'unknown algorithm')
+  call domex_inbox_sources(inbox, sources)
+  call check(ubound(sources, 1) == 0, 'inbox empty after an error')
+  call domex_inbox_free(inbox)
+
+  ! Profile: ending a phase never begun.
+  call domex_profile_create(profile)
+  call domex_profile_end(profile, 'kernel', ierr=ierr)
+  call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'was not begun') > 0, 'profile end')
+  call domex_profile_add(profile, 'kernel', 0.5_c_double)
+  call check(domex_profile_seconds(profile, 'kernel') == 0.5_c_double, 'profile add')
+  call domex_profile_free(profile)
+
+  call domex_comm_free(comm)
+  call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
+  if (rank == 0) write(*, '(a,a,i0)') merge('test_fortran: passed', 'test_fortran: FAILED', failures == 0), &
+    ' at np ', size
+  call MPI_Finalize()
+  if (failures /= 0) error stop 1
+
+contains
+
+  real(c_double) function value(i, j, k)
+    integer, intent(in) :: i, j, k
+    value = modulo(i - 1, 11) + 100 * (j - 1) + 10000 * modulo(k - 1, 7)
+  end function
+
+  subroutine check(condition, what)
+    logical, intent(in) :: condition
+    character(len=*), intent(in) :: what
+    if (.not. condition) then
+      failures = failures + 1
+      write(*, '(a,i0,a,a,a,a)') '[rank ', rank, '] failed: ', what, '; last error: ', domex_last_error()
+    end if
+  end subroutine
+
+end program
