@@ -20,6 +20,7 @@
 #include "cli.hpp"
 #include "config.hpp"
 #include "output.hpp"
+#include "run_app.hpp"
 #include "solver.hpp"
 
 namespace {
@@ -158,32 +159,16 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
 
 int run(int argc, char** argv) {
   domex::Comm comm{MPI_COMM_WORLD};
-  const bool root = comm.rank() == 0;
   CommandLine line;
   auto app = make_app(line);
-  try {
-    app->parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    // Every rank parses the same arguments, so every rank leaves here.
-    const int code = root ? app->exit(error) : error.get_exit_code();
-    return code == 0 ? 0 : 2;
-  }
-  const Config config = line.finish();
-  const bool verify = line.verify;
-  try {
-    validate(config, comm);
-  } catch (const domex::Error& error) {
-    if (root) std::fprintf(stderr, "%s\n", error.what());
-    return 2;
-  }
-  try {
-    simulate(comm, config, verify);
-  } catch (const domex::Error& error) {
-    // Thrown on every rank (collective checks and writes): report once.
-    if (root) std::fprintf(stderr, "%s\n", error.what());
-    return 1;
-  }
-  return 0;
+  Config config;
+  return domex::apps::run_app(
+      comm, *app, argc, argv,
+      [&] {
+        config = line.finish();
+        validate(config, comm);
+      },
+      [&] { simulate(comm, config, line.verify); });
 }
 
 }  // namespace
