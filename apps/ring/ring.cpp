@@ -133,6 +133,7 @@ void Ring::setup() {
       comm_, TreeOptions{.theta = config_.theta,
                          .leaf_limit = config_.leaf_limit,
                          .group_limit = config_.group_limit,
+                         .merge_groups = true,  // a thin ring: see TreeOptions
                          .quadrupole = config_.quadrupole,
                          .let = derived_.legacy.alltoallv_let ? LetMode::alltoallv : let_mode_from_string(config_.let),
                          .reuse = config_.reuse,

@@ -208,7 +208,9 @@ struct TreeForce::State {
   std::vector<std::size_t> perm;  // sorted index -> caller's index
   std::vector<Point> sorted_acc;
   Octree local;
-  std::vector<std::uint32_t> groups;
+  /// Target groups as [begin, end) ranges of the sorted particles: runs of
+  /// consecutive group cells (Morton order) merged up to group_limit.
+  std::vector<std::array<std::uint32_t, 2>> groups;
   std::vector<Box> group_boxes;
   std::vector<RankSummary> summaries;
 
@@ -311,16 +313,35 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     for (std::size_t k = 0; k < n; ++k) velocities[k] = v[perm[k]];
   if (build) {
     local.build(keys, options.root, options.leaf_limit);
-    groups = local.groups(static_cast<std::size_t>(options.group_limit));
+    // With merge_groups, consecutive sibling group cells (contiguous in the
+    // sorted array) are merged while the run stays within group_limit.
+    groups.clear();
+    std::vector<std::uint32_t> group_first_cell;  // the first cell of each group
+    const auto limit = static_cast<std::uint32_t>(options.group_limit);
+    for (std::uint32_t c : local.groups(static_cast<std::size_t>(options.group_limit))) {
+      const TreeCell& cell = local.cells()[c];
+      if (!groups.empty()) {
+        auto& last = groups.back();
+        const TreeCell& first_cell = local.cells()[group_first_cell.back()];
+        const bool same_parent_cell =
+            first_cell.level == cell.level && first_cell.level > 0 &&
+            morton_cell_of(first_cell.key, first_cell.level - 1) == morton_cell_of(cell.key, cell.level - 1);
+        if (options.merge_groups && last[1] == cell.begin && cell.end - last[0] <= limit && same_parent_cell) {
+          last[1] = cell.end;
+          continue;
+        }
+      }
+      groups.push_back({cell.begin, cell.end});
+      group_first_cell.push_back(c);
+    }
     stats.link_s += MPI_Wtime() - start;
     start = MPI_Wtime();
   }
   local.compute_moments(positions, masses, {}, options.quadrupole);
   group_boxes.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const TreeCell& cell = local.cells()[groups[g]];
     Box box = empty_box();
-    for (std::uint32_t k = cell.begin; k < cell.end; ++k) extend(box, positions[k]);
+    for (std::uint32_t k = groups[g][0]; k < groups[g][1]; ++k) extend(box, positions[k]);
     group_boxes[g] = box;
   }
   stats.moments_s += MPI_Wtime() - start;
@@ -623,8 +644,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
 
 void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user,
                                 const NearKernel* near) {
-  const TreeCell& cell = local.cells()[groups[group]];
-  const std::size_t begin = cell.begin, count = cell.count();
+  const std::size_t begin = groups[group][0], count = groups[group][1] - groups[group][0];
   const auto spj_moments_of = [&](std::uint32_t entry) {
     if (entry & pseudo_flag) {
       const std::uint32_t k = entry & ~pseudo_flag;

@@ -418,3 +418,24 @@ TEST(TreeForce, NearKernelSeesEveryPartnerWithinTheSearchRadius) {
 }
 
 }  // namespace
+
+namespace {
+
+// Merged groups: fewer, larger target groups; forces stay within the FDPS
+// error bounds and bitwise the same for every LET mode.
+TEST(TreeForce, MergedGroupsKeepAccuracyAndLetModeIdentity) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const Particles p = make_particles(comm, Distribution::uniform, sanitized ? 4000 : 30000, 23);
+  domex::TreeStats plain_stats, merged_stats;
+  (void)tree_forces(comm, p, {.softening = softening, .threads = 1}, &plain_stats);
+  const auto merged = tree_forces(comm, p, {.merge_groups = true, .softening = softening, .threads = 1}, &merged_stats);
+  EXPECT_LE(merged_stats.groups, plain_stats.groups);
+  const auto errors = relative_errors(comm, direct_sums(comm, p, 7), merged);
+  EXPECT_LE(quantile(errors, 0.5), 4.1e-3);
+  EXPECT_LE(quantile(errors, 0.99), 9.0e-3);
+  for (auto let : {domex::LetMode::alltoallv, domex::LetMode::p2p_exact, domex::LetMode::sparse})
+    EXPECT_TRUE(bitwise_equal(tree_forces(comm, p, {.merge_groups = true, .let = let, .softening = softening, .threads = 1}), merged))
+        << domex::to_string(let);
+}
+
+}  // namespace

@@ -43,6 +43,13 @@ struct TreeOptions {
   double theta = 0.5;     ///< opening angle: a cell of size l at distance d from a group is used whole if d > l / theta
   int leaf_limit = 8;     ///< a cell with more items is split (FDPS default 8)
   int group_limit = 64;   ///< targets sharing one interaction list (FDPS default 64)
+  /// Merge consecutive sibling groups while they hold at most group_limit
+  /// targets together. In a thin disc or ring a cell splits into ~4 children,
+  /// so group cells average a third of group_limit: merged, the walks halve
+  /// (a 1e6-particle ring, np 1: traverse 344 -> 149 ms, kernel 370 -> 280 ms,
+  /// 471 -> 561 interactions per particle). Group boxes stay within the
+  /// parent cell, so forces are at least as accurate.
+  bool merge_groups = false;
   bool quadrupole = false;  ///< quadrupole moments of cells, else monopoles
   LetMode let = LetMode::p2p_fast;
   Algorithm sparse_algorithm = Algorithm::automatic;  ///< for LetMode::sparse
