@@ -264,7 +264,7 @@ void Ring::forces(bool track_dissipation) {
   if (tree_needed) {
     {
       auto timer = profile_.phase("other");
-      masses_.assign(n, config_.self_gravity ? derived_.particle_mass : 0.0);
+      if (masses_.size() != n) masses_.assign(n, config_.self_gravity ? derived_.particle_mass : 0.0);
     }
     if (config_.collisions) {
       std::vector<ThreadSums> sums(static_cast<std::size_t>(tree_->threads()));
