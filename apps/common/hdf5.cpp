@@ -41,6 +41,8 @@ class Handle {
   herr_t (*close_)(hid_t);
 };
 
+constexpr std::size_t max_axes = 8;
+
 std::size_t product(const std::vector<std::size_t>& axes) {
   return std::accumulate(axes.begin(), axes.end(), std::size_t{1}, std::multiplies<>());
 }
@@ -53,8 +55,8 @@ std::size_t value_count(const Dataset& set) {
 std::string problem(const Dataset& set) {
   const std::size_t axes = set.shape.size();
   if (set.name.empty()) return "a dataset without a name";
-  if (axes < 1 || axes > 4 || set.start.size() != axes || set.count.size() != axes)
-    return fmt::format("dataset {}: shape, start and count need the same 1 to 4 axes", set.name);
+  if (axes < 1 || axes > max_axes || set.start.size() != axes || set.count.size() != axes)
+    return fmt::format("dataset {}: shape, start and count need the same 1 to {} axes", set.name, max_axes);
   for (std::size_t a = 0; a < axes; ++a)
     if (set.start[a] > set.shape[a] || set.count[a] > set.shape[a] - set.start[a])
       return fmt::format("dataset {}: axis {}: start {} + count {} exceeds the extent {}", set.name, a, set.start[a],
@@ -67,7 +69,7 @@ std::string problem(const Dataset& set) {
 void write_dataset(hid_t file, const Dataset& set, const std::string& path) {
   const bool is_uint64 = std::holds_alternative<std::span<const std::uint64_t>>(set.values);
   const int axes = static_cast<int>(set.shape.size());
-  hsize_t shape[4], start[4], count[4];
+  hsize_t shape[max_axes], start[max_axes], count[max_axes];
   for (int a = 0; a < axes; ++a) {
     shape[a] = set.shape[static_cast<std::size_t>(a)];
     start[a] = set.start[static_cast<std::size_t>(a)];

@@ -24,7 +24,7 @@ namespace domex::apps::hdf5 {
 [[nodiscard]] bool available() noexcept;
 
 /// One dataset of the file and this rank's part of it: `shape` is the global
-/// extent (1 to 4 axes, slowest first, the same on every rank), `start` and
+/// extent (1 to 8 axes, slowest first, the same on every rank), `start` and
 /// `count` this rank's hyperslab (count may hold a 0: the rank writes
 /// nothing), `values` its prod(count) values in row-major order. Stored as
 /// float64 or uint64 (little-endian) as the span's type is.
