@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "config.hpp"
 
-#include "files.hpp"
-#include "hdf5.hpp"  // output_problem
+#include "files.hpp"  // output_problem
+#include "hdf5.hpp"   // available
 
 #include <domex/comm/collective.hpp>
 #include <domex/halo/lattice.hpp>
