@@ -9,7 +9,7 @@ domex_packages=(build-essential cmake ninja-build pkg-config openmpi-bin libopen
                 gfortran)
 if [[ "${DOMEX_WITH_MPICH:-0}" == 1 ]]; then domex_packages+=(mpich libmpich-dev); fi
 if [[ "${DOMEX_WITH_FUZZ:-0}" == 1 ]]; then domex_packages+=(clang libclang-rt-dev); fi
-# Parallel HDF5 for domex-mhd --snapshot-format hdf5 (the Open MPI build).
+# Parallel HDF5 for --snapshot-format hdf5 of domex-mhd, -ring, -lattice (the Open MPI build).
 if [[ "${DOMEX_WITH_HDF5:-0}" == 1 ]]; then domex_packages+=(libhdf5-openmpi-dev); fi
 # Doxygen for the API reference (cmake --build <dir> --target domex-docs).
 if [[ "${DOMEX_WITH_DOCS:-0}" == 1 ]]; then domex_packages+=(doxygen); fi

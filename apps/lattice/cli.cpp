@@ -33,6 +33,9 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
       ->capture_default_str();
   app->add_option("--bins", c.bins, "histogram bins")->capture_default_str();
   app->add_option("--output", c.output, "output folder (empty: write nothing)")->capture_default_str();
+  app->add_option("--snapshot-format", c.snapshot_format,
+                  "none | hdf5 (the CG solution psi and |psi|^2 per site: parallel HDF5 + XDMF sidecar)")
+      ->capture_default_str();
   return app;
 }
 

@@ -23,6 +23,7 @@ struct Config {
   long exchanges = 10000;                 ///< halo exchanges timed for the throughput histogram (0: none)
   int bins = 20;                          ///< histogram bins (MB/s)
   std::string output = "results/lattice"; ///< output folder; empty: write nothing
+  std::string snapshot_format = "none";   ///< "none" or "hdf5": the CG solution as solution.h5 + .xmf
 };
 
 /// Checks `config` for a run on `comm`; throws domex::Error naming the first

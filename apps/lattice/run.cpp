@@ -14,6 +14,7 @@
 #include <string>
 #include <system_error>
 
+#include "snapshot.hpp"
 #include "wilson.hpp"
 
 #include <domex/comm/provenance.hpp>
@@ -147,6 +148,13 @@ void simulate(const Comm& comm, const Config& config) {
   }
   if (config.output.empty()) return;
   const fs::path folder = config.output;
+  if (config.snapshot_format == "hdf5") {
+    collectively(comm, [&] {
+      if (root) fs::create_directories(folder);
+    });
+    write_solution_hdf5(comm, grid, x, folder / "solution.h5");
+    if (root) fmt::print("  solution         {} (+ .xmf)\n", (folder / "solution.h5").string());
+  }
   const Provenance where = provenance(comm);  // collective, before rank 0 writes
   using Json = nlohmann::ordered_json;
   const Json document{

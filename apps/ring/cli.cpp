@@ -24,7 +24,9 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   option("--steps", c.steps, "time steps", "Run");
   option("--seed", c.seed, "initial conditions seed (the state depends only on it and the particle id)", "Run");
   option("--output", c.output, "output folder (empty: write nothing)", "Run");
-  option("--snapshot-every", c.snapshot_every, "VTK snapshot every N steps and at the end (0: none)", "Run");
+  option("--snapshot-every", c.snapshot_every, "snapshot every N steps and at the end (0: none)", "Run");
+  option("--snapshot-format", c.snapshot_format,
+         "vtk (legacy VTK) | hdf5 (parallel HDF5 + XDMF sidecar for ParaView)", "Run");
   option("--image-every", c.image_every, "top-down density PNG every N steps and at the end (0: none)", "Run");
   option("--checkpoint-every", c.checkpoint_every, "checkpoint every N steps (0: none)", "Run");
   option("--restart", c.restart, "continue from this checkpoint folder", "Run");

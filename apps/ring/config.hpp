@@ -37,7 +37,8 @@ struct Config {
   long steps = 64;
   std::uint64_t seed = 1;
   std::string output = "results/ring";  ///< folder; empty: write nothing
-  long snapshot_every = 0;              ///< VTK snapshot every N steps and at the end; 0: none
+  long snapshot_every = 0;              ///< snapshot every N steps and at the end; 0: none
+  std::string snapshot_format = "vtk";  ///< "vtk" (legacy VTK, no dependency) or "hdf5" (+ XDMF sidecar)
   long image_every = 64;                ///< top-down density image every N steps and at the end; 0: none
   long checkpoint_every = 0;            ///< checkpoint every N steps (a multiple of rebalance-every); 0: none
   std::string restart;                  ///< checkpoint folder to continue from; empty: a new run

@@ -27,6 +27,7 @@
 #include "image.hpp"
 #include "ring.hpp"
 #include "run_app.hpp"
+#include "snapshot.hpp"
 
 namespace {
 
@@ -196,7 +197,9 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
     ring.step();
     wall += MPI_Wtime() - start;
     auto timer = output_profile.phase("output");
-    if (writing && due(config.snapshot_every))
+    if (writing && due(config.snapshot_every) && config.snapshot_format == "hdf5")
+      write_hdf5(comm, ring, folder / fmt::format("ring_{:06}.h5", ring.steps()));  // with its .xmf
+    else if (writing && due(config.snapshot_every))
       ring.write_snapshot(folder / fmt::format("ring_{:06}.vtk", ring.steps()));
     if (writing && due(config.image_every)) {
       // Surface density over its mean in the ring, on a fixed scale 0..3.

@@ -4,10 +4,13 @@
 # table and writes ring.json, a VTK snapshot and a density image (no .part
 # left); a checkpoint + restart gives the checksum of the uninterrupted run;
 # --compare-legacy prints the before/after table; bad input exits with 2,
-# names the value and writes nothing; the INI example parses.
-# Usage: ring_cli.sh DOMEX_RING MPIEXEC "PREFLAGS" [PYTHON]
+# names the value and writes nothing; the INI example parses; an HDF5
+# snapshot (--snapshot-format hdf5 from an INI file) with its XDMF sidecar
+# holds ids 0..N-1 (read back by RING_H5_CHECK), or a build without HDF5
+# refuses it with exit 2.
+# Usage: ring_cli.sh DOMEX_RING MPIEXEC "PREFLAGS" [PYTHON] [RING_H5_CHECK]
 set -euo pipefail
-ring=$1 mpiexec=$2 preflags=$3 python=${4:-}
+ring=$1 mpiexec=$2 preflags=$3 python=${4:-} h5check=${5:-}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -43,6 +46,33 @@ run 2 --particles 3000 --threads 1 --steps 4 --compare-legacy --output "" > "$wo
 grep -q "all legacy" "$work/legacy.txt" && grep -q "speed-up vs legacy" "$work/legacy.txt" ||
   fail "no before/after table: $(cat "$work/legacy.txt")"
 
+# HDF5 snapshot, the format chosen in an INI file: .h5 + .xmf sidecar, no .part
+# left, every id 0..N-1 once in the file; without parallel HDF5 a clear refusal.
+printf 'snapshot-format = hdf5\nsnapshot-every = 4\nimage-every = 0\n' > "$work/h5.ini"
+status=0
+run 2 --config "$work/h5.ini" --particles 3000 --threads 1 --steps 4 --output "$work/h5" > /dev/null 2> "$work/h5.err" ||
+  status=$?
+if [[ $status -eq 2 ]]; then
+  grep -q "built without parallel HDF5" "$work/h5.err" || fail "hdf5 refused without saying why: $(cat "$work/h5.err")"
+  [[ ! -e "$work/h5" ]] || fail "a refused hdf5 run created its output folder"
+else
+  [[ $status -eq 0 ]] || fail "hdf5 run failed: $(cat "$work/h5.err")"
+  for f in ring_000004.h5 ring_000004.xmf; do
+    [[ -s "$work/h5/$f" ]] || fail "missing or empty: $f"
+  done
+  [[ -z "$(find "$work/h5" -name '*.part')" ]] || fail "an hdf5 .part file was left behind"
+  [[ -z "$(find "$work/h5" -name '*.vtk')" ]] || fail "--snapshot-format hdf5 wrote VTK as well"
+  xmf="$work/h5/ring_000004.xmf"
+  grep -q 'TopologyType="Polyvertex" NumberOfElements="3000"' "$xmf" || fail "the XDMF sidecar has not 3000 points"
+  grep -q 'Dimensions="3000 3" .*>ring_000004.h5:/position<' "$xmf" || fail "the XDMF geometry is not /position"
+  grep -q 'ring_000004.h5:/velocity<' "$xmf" && grep -q 'ring_000004.h5:/id<' "$xmf" ||
+    fail "the XDMF sidecar lacks velocity or id"
+  if [[ -n "$h5check" ]]; then
+    "$h5check" "$work/h5/ring_000004.h5" > "$work/h5check.txt" || fail "ring_h5_check failed"
+    grep -q "ring_h5_check: 3000 particles" "$work/h5check.txt" || fail "the .h5 file: $(cat "$work/h5check.txt")"
+  fi
+fi
+
 # expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
 expect_bad() {
   local name=$1 needle=$2; shift 2
@@ -54,6 +84,7 @@ expect_bad() {
 }
 expect_bad "negative dt" "--dt -1" --dt -1 --output "$work/bad"
 expect_bad "unknown legacy" "fastest" --legacy merge-sort,fastest --output "$work/bad"
+expect_bad "snapshot format" "--snapshot-format vtu" --snapshot-format vtu --output "$work/bad"
 expect_bad "unknown LET mode" "nonsense" --let nonsense --output "$work/bad"
 expect_bad "divisions" "--divisions 3 1 1" --divisions 3 1 1 --output "$work/bad"
 expect_bad "reuse vs rebalance" "--rebalance-every 3" --reuse 2 --rebalance-every 3 --output "$work/bad"
