@@ -23,7 +23,7 @@ target_link_libraries(domex_comm PUBLIC $<BUILD_INTERFACE:domex_smpi_compat>)
 
 # Programs of sim/ (correctness check, count-exchange benchmark).
 if(DOMEX_BUILD_BENCH)
-  foreach(program IN ITEMS check pingpong)
+  foreach(program IN ITEMS check counts pingpong)
     add_executable(domex-sim-${program} ${PROJECT_SOURCE_DIR}/sim/${program}.cpp)
     target_link_libraries(domex-sim-${program} PRIVATE domex::domex domex_flags)
   endforeach()
