@@ -21,17 +21,18 @@ import math
 import os
 
 # name: topology, link bandwidth (B/s), link latency (s), per-message
-# overheads send (blocking and Isend) and receive (s), targets.
+# overheads send (blocking and Isend) and receive (s), SMPI collective
+# selector, targets.
 PLATFORMS = {
     "ib": dict(topology="fattree", bandwidth=3.616e9, latency=0.307e-6, o_send=0.6e-6, o_recv=0.6e-6,
-               leaf=16, targets=dict(latency_us=2.5, bandwidth_gbs=3.6, put_us=0.8),
+               leaf=16, collectives="mpich", targets=dict(latency_us=2.5, bandwidth_gbs=3.6, put_us=0.8),
                about="2-level fat tree (16 nodes per leaf switch, non-blocking), InfiniBand FDR as measured "
                      "by the seed (Intel MPI 5.1.3)"),
     "tofu": dict(topology="tofu", bandwidth=4.627e9, latency=0.1e-6, o_send=0.75e-6, o_recv=0.75e-6,
-                 targets=dict(latency_us=1.6, bandwidth_gbs=4.6),
+                 collectives="ompi", targets=dict(latency_us=1.6, bandwidth_gbs=4.6),
                  about="6-D torus (X,Y,Z x 2,3,2 like Tofu), Tofu as measured by the seed (Fujitsu MPI)"),
     "torus3d": dict(topology="torus3d", bandwidth=3.616e9, latency=0.325e-6, o_send=0.6e-6, o_recv=0.6e-6,
-                    targets=dict(),
+                    collectives="mpich", targets=dict(),
                     about="3-D torus with the IB FDR links and overheads (no seed figures: no targets)"),
 }
 
@@ -92,7 +93,10 @@ def write(name, ranks, ranks_per_node, out):
 def cfg(name):
     spec = PLATFORMS[name]
     send, recv = spec["o_send"], spec["o_recv"]
-    return [f"smpi/os:0:{send:.6g}:0", f"smpi/ois:0:{send:.6g}:0", f"smpi/or:0:{recv:.6g}:0"]
+    # Collective algorithms chosen as the seed's MPI would: Intel MPI is
+    # MPICH-derived, Fujitsu MPI Open MPI-derived (SMPI's selectors).
+    return [f"smpi/os:0:{send:.6g}:0", f"smpi/ois:0:{send:.6g}:0", f"smpi/or:0:{recv:.6g}:0",
+            f"smpi/coll-selector:{spec['collectives']}"]
 
 
 def main():
