@@ -8,10 +8,13 @@ SIMULATED with its platform, calibration and command.
   sim/plot.py halo docs/sim-halo.png ib:64=halo-64.json ...
 """
 import json
+import os
 import re
 import sys
 
-import matplotlib
+# sim/platform.py would shadow the standard library's `platform` (matplotlib imports it).
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -39,6 +42,23 @@ def footer(fig, platforms, command):
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, va="bottom", family="monospace")
 
 
+def table_of(platform, series, automatic):
+    """Markdown: one row per P, microseconds per algorithm, the best, automatic."""
+    ranks = sorted({r for points in series.values() for r in points} | set(automatic))
+    names = list(series)
+    print(f"\n{platform} (simulated, us per call)\n")
+    print("| P | " + " | ".join(names) + " | best | automatic (x best) |")
+    print("|---" * (len(names) + 3) + "|")
+    for r in ranks:
+        cells = [f"{series[n][r]:.1f}" if r in series[n] else "-" for n in names]
+        present = {n: series[n][r] for n in names if r in series[n]}
+        best = min(present, key=present.get) if present else "-"
+        auto = "-"
+        if r in automatic and present:
+            auto = f"{automatic[r][1]} {automatic[r][0]:.1f} ({automatic[r][0] / present[best]:.2f}x)"
+        print(f"| {r} | " + " | ".join(cells) + f" | {best} | {auto} |")
+
+
 def sparse(output, arguments):
     items = runs(arguments)
     platforms = sorted({p for p, _, _ in items}, key=lambda p: ["ib", "tofu"].index(p) if p in ("ib", "tofu") else 9)
@@ -57,6 +77,7 @@ def sparse(output, arguments):
                     automatic[ranks] = (row["median_s"] * 1e6, row["ran"])
                     continue
                 series.setdefault(name, {})[ranks] = row["median_s"] * 1e6
+        table_of(platform, series, automatic)
         for name, points in series.items():
             xs = sorted(points)
             axis.plot(xs, [points[x] for x in xs], marker="o", label=name)
@@ -70,8 +91,8 @@ def sparse(output, arguments):
         axis.set_title(f"SIMULATED sparse exchange, {platform}")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=8)
-    footer(fig, platforms, "sim/run <platform> <P> sparse --sizes 64 --patterns neighbours26 "
-                           "--seconds-per-row 0 --learning-calls 100 --json ...")
+    footer(fig, platforms, "sim/run <platform> <P> sparse --sizes 64 --patterns neighbours26 --seconds-per-row 0 "
+                           "(sim/runs.sh sparse: P = 64 in one run; sim/runs.sh split P: one run per algorithm)")
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(output, dpi=110)
 
@@ -97,8 +118,8 @@ def counts(output, arguments):
     axis.set_title("SIMULATED MPS count exchange (8 B to ~14 neighbours)")
     axis.legend(fontsize=8)
     axis.grid(True, axis="y", which="both", alpha=0.3)
-    footer(fig, sorted({p for p, _, _ in items}), "sim/run ib:6 36 counts; sim/run ib:8 72 counts; "
-                                                  "sim/run ib 1024 counts (--calls as in sim/README.md)")
+    footer(fig, sorted({p for p, _, _ in items}), "sim/run ib:6 36 counts --calls 20 (6 nodes); ib:8 72 (9 nodes); "
+                                                  "tofu:6 36; tofu:8 72; ib 1024 counts --calls 2 (sim/runs.sh counts)")
     fig.tight_layout(rect=(0, 0.14, 1, 1))
     fig.savefig(output, dpi=110)
 

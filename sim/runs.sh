@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
-#   sim/runs.sh sparse | counts | sparse1024 | halo   (results in build/simruns)
+#   sim/runs.sh sparse | split <P> <platforms...> | counts   (results in build/simruns)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DOMEX_SIM_RUNS:-$root/build/simruns}
@@ -18,19 +18,25 @@ run() {  # run <log name> <sim/run arguments...>
 sparse_flags=(--sizes 64 --patterns neighbours26 --seconds-per-row 0)
 case ${1:-} in
   sparse)
-    for ranks in 64 256; do
-      for platform in ib tofu; do
-        run "sparse-$platform-$ranks" "$platform" "$ranks" sparse "${sparse_flags[@]}" --learning-calls 16 \
-          --json "sparse-$platform-$ranks.json"
-      done
+    # P = 64: one simulation per platform, every algorithm and automatic
+    # (its first 16 calls timed from scratch).
+    for platform in ib tofu; do
+      run "sparse-$platform-64" "$platform" 64 sparse "${sparse_flags[@]}" --learning-calls 16 \
+        --json "sparse-$platform-64.json"
     done ;;
-  sparse1024)
-    # One algorithm per simulation (each under 10 minutes); no alltoall (an
-    # O(P^2) = 1M-message all-to-all per call did not finish in 10 minutes).
-    for platform in ${2:-ib tofu}; do
-      for algorithm in nbx grid reduce_scatter sendrecv_reduce rma_fence rma_passive; do
-        run "sparse-$platform-1024-$algorithm" "$platform" 1024 sparse "${sparse_flags[@]}" --learning-calls 1 \
-          --no-plan --algorithms "$algorithm" --json "sparse-$platform-1024-$algorithm.json"
+  split)
+    # sim/runs.sh split <P> <platforms...>: one simulation per algorithm (all
+    # in one did not finish in 10 minutes at P = 256), and automatic alone
+    # (25 calls from scratch: what its model chooses at this P). alltoall is
+    # left out at P = 1024 (an O(P^2) = 1M-message all-to-all per call).
+    ranks=$2
+    shift 2
+    algorithms=(alltoall nbx grid reduce_scatter sendrecv_reduce rma_fence rma_passive automatic)
+    ((ranks >= 1024)) && algorithms=("${algorithms[@]:1}")
+    for platform in "$@"; do
+      for algorithm in "${algorithms[@]}"; do
+        run "sparse-$platform-$ranks-$algorithm" "$platform" "$ranks" sparse "${sparse_flags[@]}" --learning-calls 16 \
+          --no-plan --algorithms "$algorithm" --json "sparse-$platform-$ranks-$algorithm.json"
       done
     done ;;
   counts)
