@@ -83,7 +83,7 @@ def sparse(output, arguments):
             axis.plot(xs, [points[x] for x in xs], marker="o", label=name)
         if automatic:
             xs = sorted(automatic)
-            axis.plot(xs, [automatic[x][0] for x in xs], "k*", markersize=12, label="automatic")
+            axis.plot(xs, [automatic[x][0] for x in xs], "k*", markersize=12, label="automatic (built-in model, bench row)")
         axis.set_xscale("log", base=2)
         axis.set_yscale("log")
         axis.set_xlabel("simulated ranks P (one per node)")
