@@ -145,8 +145,10 @@ void run_sparse(const SparseOptions& options) {
       };
       const double one_call = time_collective(comm, [&] { exchange(comm, outbox, inboxes[0], {.algorithm = algorithms[0]}); });
       // N calls, fewer where 1000 would take more than a few seconds (large messages).
+      // (At most --learning-calls, also below 100: simulations ask for few.)
       const std::size_t learning_calls = std::clamp<std::size_t>(
-          static_cast<std::size_t>(4.0 / std::max(one_call, 1e-9)), 100, options.learning_calls);
+          static_cast<std::size_t>(4.0 / std::max(one_call, 1e-9)), std::min<std::size_t>(100, options.learning_calls),
+          options.learning_calls);
       const auto time_calls = [&](Comm& on, Algorithm algorithm, Inbox<std::byte>& inbox) {
         return time_collective(comm, [&] {
           for (std::size_t call = 0; call < learning_calls; ++call) exchange(on, outbox, inbox, {.algorithm = algorithm});
@@ -191,7 +193,9 @@ void run_sparse(const SparseOptions& options) {
         if (algorithms[a] != Algorithm::automatic &&
             (best == SIZE_MAX || summarize(samples[a]).median < summarize(samples[best]).median))
           best = a;
-      const double best_calls = best == SIZE_MAX ? 0 : time_calls(comm, algorithms[best], inboxes[best]);
+      const bool with_automatic = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end();
+      const double best_calls =
+          best == SIZE_MAX || !with_automatic ? 0 : time_calls(comm, algorithms[best], inboxes[best]);
       const auto report = automatic_report(automatic_comm);
       for (std::size_t a = 0; a < algorithms.size(); ++a) {
         const auto& stats = inboxes[a].stats();

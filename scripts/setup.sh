@@ -13,6 +13,8 @@ if [[ "${DOMEX_WITH_FUZZ:-0}" == 1 ]]; then domex_packages+=(clang libclang-rt-d
 if [[ "${DOMEX_WITH_HDF5:-0}" == 1 ]]; then domex_packages+=(libhdf5-openmpi-dev); fi
 # Doxygen for the API reference (cmake --build <dir> --target domex-docs).
 if [[ "${DOMEX_WITH_DOCS:-0}" == 1 ]]; then domex_packages+=(doxygen); fi
+# SimGrid SMPI (smpicxx, smpirun) for the simulations in sim/.
+if [[ "${DOMEX_WITH_SIMGRID:-0}" == 1 ]]; then domex_packages+=(libsimgrid-dev); fi
 
 domex_missing=()
 for package in "${domex_packages[@]}"; do

@@ -248,7 +248,9 @@ void receive_any(Call& call, std::size_t count) {
 std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
                          MPI_Win& window) {
   std::byte* base = nullptr;
-#ifdef OPEN_MPI
+// SimGrid SMPI (sim/): MPI_Win_create over zero-filled memory is resident in
+// every simulated rank; MPI_Win_allocate is not.
+#if defined(OPEN_MPI) || defined(DOMEX_SMPI)
   (void)storage;
   check_mpi(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &base, &window),
             "MPI_Win_allocate");

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// SMPI compatibility layer (see smpi_compat.hpp): compiled only with
+// -DDOMEX_SMPI=ON, without the force-included header, so the calls below are
+// SMPI's own. Every rank has its own copy of this state (smpirun loads the
+// program once per rank; built with -fno-gnu-unique).
+
+#define DOMEX_SMPI_COMPAT_IMPLEMENTATION
+#include "smpi_compat.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+/// A non-blocking operation SMPI lacks or gets wrong, carried by a request
+/// handle of our own: the address of this object. MPI_Test/Wait(all) know
+/// it from the registry and progress it; real requests go to SMPI.
+struct Pending {
+  enum class Kind { matched_receive, dissemination } kind;
+  // matched_receive: the receive posted by the probe, and where to copy.
+  struct Matched* matched = nullptr;
+  void* target = nullptr;
+  std::size_t target_bytes = 0;
+  // dissemination: MPI_Ibarrier / idempotent MPI_Iallreduce.
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0, size = 1, distance = 1;
+  int count = 0;
+  MPI_Datatype datatype = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  void* result = nullptr;
+  std::vector<char> value, outgoing, incoming;
+  MPI_Request round[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  bool done = false;
+};
+
+/// A message matched by a probe: already being received into `buffer`.
+struct Matched {
+  std::vector<char> buffer;
+  MPI_Request receive = MPI_REQUEST_NULL;
+};
+
+std::unordered_set<const void*>& registry() {
+  static std::unordered_set<const void*> pending;
+  return pending;
+}
+
+MPI_Request handle_of(Pending* pending) {
+  registry().insert(pending);
+  return reinterpret_cast<MPI_Request>(pending);
+}
+
+Pending* pending_of(MPI_Request request) {
+  if (request == MPI_REQUEST_NULL || registry().empty()) return nullptr;
+  const auto found = registry().find(reinterpret_cast<const void*>(request));
+  return found == registry().end() ? nullptr : reinterpret_cast<Pending*>(request);
+}
+
+// Tags of the dissemination rounds: above domex's [0, 8192), one per round so
+// that rounds with the same partner (small P) cannot match each other.
+constexpr int dissemination_tag = 30000;
+
+int type_bytes(MPI_Datatype datatype, int count) {
+  int size = 0;
+  MPI_Type_size(datatype, &size);
+  return size * count;
+}
+
+int post_round(Pending& p) {
+  p.outgoing = p.value;
+  const int to = (p.rank + p.distance) % p.size;
+  const int from = (p.rank - p.distance % p.size + p.size) % p.size;
+  int round_index = 0;
+  for (int d = 1; d < p.distance; d *= 2) ++round_index;
+  const int bytes = static_cast<int>(p.value.size());
+  int error = MPI_Irecv(p.incoming.data(), bytes, MPI_BYTE, from, dissemination_tag + round_index, p.comm, &p.round[0]);
+  if (error != MPI_SUCCESS) return error;
+  return MPI_Isend(p.outgoing.data(), bytes, MPI_BYTE, to, dissemination_tag + round_index, p.comm, &p.round[1]);
+}
+
+void finish_dissemination(Pending& p) {
+  if (p.result && !p.value.empty()) std::memcpy(p.result, p.value.data(), p.value.size());
+  p.done = true;
+}
+
+/// Advances a pending operation as far as it goes without blocking (or, with
+/// `block`, to its end). Returns an MPI error code.
+int progress(Pending& p, bool block) {
+  if (p.done) return MPI_SUCCESS;
+  if (p.kind == Pending::Kind::matched_receive) {
+    int finished = 1;
+    const int error = block ? MPI_Wait(&p.matched->receive, MPI_STATUS_IGNORE)
+                            : MPI_Test(&p.matched->receive, &finished, MPI_STATUS_IGNORE);
+    if (error != MPI_SUCCESS) return error;
+    if (!finished) return MPI_SUCCESS;
+    std::memcpy(p.target, p.matched->buffer.data(), std::min(p.target_bytes, p.matched->buffer.size()));
+    delete p.matched;
+    p.matched = nullptr;
+    p.done = true;
+    return MPI_SUCCESS;
+  }
+  while (!p.done) {
+    int finished = 1;
+    const int error = block ? MPI_Waitall(2, p.round, MPI_STATUSES_IGNORE)
+                            : MPI_Testall(2, p.round, &finished, MPI_STATUSES_IGNORE);
+    if (error != MPI_SUCCESS) return error;
+    if (!finished) return MPI_SUCCESS;
+    if (p.count > 0) MPI_Reduce_local(p.incoming.data(), p.value.data(), p.count, p.datatype, p.op);
+    p.distance *= 2;
+    if (p.distance >= p.size) {
+      finish_dissemination(p);
+    } else if (const int posted = post_round(p); posted != MPI_SUCCESS) {
+      return posted;
+    }
+  }
+  return MPI_SUCCESS;
+}
+
+void fill_status(MPI_Status* status) {
+  if (status == MPI_STATUS_IGNORE) return;
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+}
+
+/// Completes `request` if it is ours and done: frees it, sets it to null.
+bool retire(MPI_Request* request) {
+  Pending* p = pending_of(*request);
+  if (!p || !p->done) return false;
+  registry().erase(p);
+  delete p;
+  *request = MPI_REQUEST_NULL;
+  return true;
+}
+
+int start_dissemination(const void* send, void* receive, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                        MPI_Request* request) {
+  auto* p = new Pending{};
+  p->kind = Pending::Kind::dissemination;
+  p->comm = comm;
+  MPI_Comm_rank(comm, &p->rank);
+  MPI_Comm_size(comm, &p->size);
+  p->count = count;
+  p->datatype = datatype;
+  p->op = op;
+  p->result = receive;
+  const int bytes = count > 0 ? type_bytes(datatype, count) : 0;
+  p->value.resize(static_cast<std::size_t>(bytes));
+  p->incoming.resize(static_cast<std::size_t>(bytes));
+  if (bytes > 0) std::memcpy(p->value.data(), send == MPI_IN_PLACE ? receive : send, static_cast<std::size_t>(bytes));
+  *request = handle_of(p);
+  if (p->size == 1) {
+    finish_dissemination(*p);
+    return MPI_SUCCESS;
+  }
+  return post_round(*p);
+}
+
+}  // namespace
+
+extern "C" {
+
+int domex_smpi_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message, MPI_Status* status) {
+  MPI_Status probed;
+  int error = MPI_Iprobe(source, tag, comm, flag, &probed);
+  if (error != MPI_SUCCESS || !*flag) return error;
+  int bytes = 0;
+  MPI_Get_count(&probed, MPI_BYTE, &bytes);
+  auto* matched = new Matched{};
+  matched->buffer.resize(static_cast<std::size_t>(bytes));
+  // Received now (from the probed source and tag: the same message, MPI
+  // keeps order), so that no later probe matches it again.
+  error = MPI_Irecv(matched->buffer.data(), bytes, MPI_BYTE, probed.MPI_SOURCE, probed.MPI_TAG, comm, &matched->receive);
+  *message = matched;
+  if (status != MPI_STATUS_IGNORE) *status = probed;
+  return error;
+}
+
+int domex_smpi_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+  MPI_Status probed;
+  const int error = MPI_Probe(source, tag, comm, &probed);
+  if (error != MPI_SUCCESS) return error;
+  int flag = 0;
+  return domex_smpi_Improbe(probed.MPI_SOURCE, probed.MPI_TAG, comm, &flag, message, status);
+}
+
+int domex_smpi_Imrecv(void* buffer, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request) {
+  auto* p = new Pending{};
+  p->kind = Pending::Kind::matched_receive;
+  p->matched = static_cast<Matched*>(*message);
+  p->target = buffer;
+  p->target_bytes = static_cast<std::size_t>(type_bytes(datatype, count));
+  *message = MPI_MESSAGE_NULL;
+  *request = handle_of(p);
+  return progress(*p, false);
+}
+
+int domex_smpi_Mrecv(void* buffer, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
+  MPI_Request request;
+  const int error = domex_smpi_Imrecv(buffer, count, datatype, message, &request);
+  if (error != MPI_SUCCESS) return error;
+  return domex_smpi_Wait(&request, status);
+}
+
+int domex_smpi_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  return start_dissemination(nullptr, nullptr, 0, MPI_BYTE, MPI_OP_NULL, comm, request);
+}
+
+int domex_smpi_Iallreduce(const void* send, void* receive, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                          MPI_Request* request) {
+  // Dissemination combines some contributions twice: right for idempotent
+  // operations only. Sums (domex::iallreduce) stay with SMPI's own.
+  const bool idempotent = op == MPI_MAX || op == MPI_MIN || op == MPI_BAND || op == MPI_BOR || op == MPI_LAND ||
+                          op == MPI_LOR;
+  if (!idempotent) return MPI_Iallreduce(send, receive, count, datatype, op, comm, request);
+  return start_dissemination(send, receive, count, datatype, op, comm, request);
+}
+
+int domex_smpi_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (Pending* p = pending_of(*request)) {
+    const int error = progress(*p, false);
+    *flag = p->done ? 1 : 0;
+    if (p->done) {
+      fill_status(status);
+      retire(request);
+    }
+    return error;
+  }
+  return MPI_Test(request, flag, status);
+}
+
+int domex_smpi_Wait(MPI_Request* request, MPI_Status* status) {
+  if (Pending* p = pending_of(*request)) {
+    const int error = progress(*p, true);
+    fill_status(status);
+    retire(request);
+    return error;
+  }
+  return MPI_Wait(request, status);
+}
+
+int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
+  if (registry().empty()) return MPI_Testall(count, requests, flag, statuses);
+  bool ours_done = true;
+  std::vector<MPI_Request> real(requests, requests + count);
+  for (int i = 0; i < count; ++i)
+    if (Pending* p = pending_of(requests[i])) {
+      if (const int error = progress(*p, false); error != MPI_SUCCESS) return error;
+      if (p->done) {
+        if (statuses != MPI_STATUSES_IGNORE) fill_status(&statuses[i]);
+        retire(&requests[i]);
+      } else {
+        ours_done = false;
+      }
+      real[static_cast<std::size_t>(i)] = MPI_REQUEST_NULL;
+    }
+  int real_done = 0;
+  const int error = MPI_Testall(count, real.data(), &real_done, statuses);
+  for (int i = 0; i < count; ++i)
+    if (!pending_of(requests[i])) requests[i] = real[static_cast<std::size_t>(i)];
+  *flag = ours_done && real_done;
+  return error;
+}
+
+int domex_smpi_Waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
+  if (registry().empty()) return MPI_Waitall(count, requests, statuses);
+  std::vector<MPI_Request> real(requests, requests + count);
+  for (int i = 0; i < count; ++i)
+    if (pending_of(requests[i])) {
+      real[static_cast<std::size_t>(i)] = MPI_REQUEST_NULL;
+      const int error = domex_smpi_Wait(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+      if (error != MPI_SUCCESS) return error;
+    }
+  const int error = MPI_Waitall(count, real.data(), statuses);
+  for (int i = 0; i < count; ++i) requests[i] = real[static_cast<std::size_t>(i)];
+  return error;
+}
+
+int domex_smpi_Request_free(MPI_Request* request) {
+  if (Pending* p = pending_of(*request)) {
+    // Freed before completion: finish it here (rare; the rounds must still run).
+    const int error = progress(*p, true);
+    retire(request);
+    return error;
+  }
+  return MPI_Request_free(request);
+}
+
+int domex_smpi_Dims_create(int nodes, int dimensions, int* dims) {
+  // Balanced as MPI asks ("as close to each other as possible"): the prime
+  // factors of what is left, largest first, each to the free axis with the
+  // smallest product so far; free axes sorted non-increasing.
+  int fixed = 1;
+  std::vector<int> free_axes;
+  for (int d = 0; d < dimensions; ++d) {
+    if (dims[d] < 0) return MPI_ERR_DIMS;
+    if (dims[d] > 0) fixed *= dims[d];
+    else free_axes.push_back(d);
+  }
+  if (fixed <= 0 || nodes % fixed != 0) return MPI_ERR_DIMS;
+  int left = nodes / fixed;
+  if (free_axes.empty()) return left == 1 ? MPI_SUCCESS : MPI_ERR_DIMS;
+  std::vector<int> factors;
+  for (int f = 2; f * f <= left; ++f)
+    while (left % f == 0) {
+      factors.push_back(f);
+      left /= f;
+    }
+  if (left > 1) factors.push_back(left);
+  std::sort(factors.rbegin(), factors.rend());
+  std::vector<int> product(free_axes.size(), 1);
+  for (int f : factors) *std::min_element(product.begin(), product.end()) *= f;
+  std::sort(product.rbegin(), product.rend());
+  for (std::size_t i = 0; i < free_axes.size(); ++i) dims[free_axes[i]] = product[i];
+  return MPI_SUCCESS;
+}
+
+int domex_smpi_Dist_graph_create_adjacent(MPI_Comm comm, int, const int*, const int*, int, const int*, const int*,
+                                          MPI_Info, int, MPI_Comm*) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0)
+    std::fprintf(stderr, "domex (SMPI): MPI_Dist_graph_create_adjacent is not implemented in SimGrid SMPI; "
+                         "the neighbor_alltoallv halo baseline is skipped under simulation\n");
+  return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+int domex_smpi_Neighbor_alltoallv(const void*, const int*, const int*, MPI_Datatype, void*, const int*, const int*,
+                                  MPI_Datatype, MPI_Comm) {
+  std::fprintf(stderr, "domex (SMPI): MPI_Neighbor_alltoallv is not implemented in SimGrid SMPI\n");
+  return MPI_ERR_UNSUPPORTED_OPERATION;
+}
+
+}  // extern "C"

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Plots of the simulated runs (sim/README.md). Every figure is labelled
+SIMULATED with its platform, calibration and command.
+
+  sim/plot.py sparse docs/sim-sparse.png ib:64=ib-64.json ib:256=ib-256.json tofu:64=...
+  sim/plot.py counts docs/sim-counts.png ib:36=counts-36.txt ...
+  sim/plot.py halo docs/sim-halo.png ib:64=halo-64.json ...
+"""
+import json
+import os
+import re
+import sys
+
+# sim/platform.py would shadow the standard library's `platform` (matplotlib imports it).
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != os.path.dirname(os.path.abspath(__file__))]
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+CALIBRATION = {
+    "ib": "fat tree, IB FDR: target send-recv 2.5 us (simulated 2.44), 3.6 GB/s (o_s = o_r = 0.6 us)",
+    "tofu": "6-D torus, Tofu: target send-recv 1.6 us (simulated 1.61), 4.6 GB/s (o_s = o_r = 0.75 us)",
+}
+
+
+def runs(arguments):
+    """'platform:P=file' -> [(platform, P, file)]"""
+    out = []
+    for argument in arguments:
+        label, path = argument.split("=", 1)
+        platform, ranks = label.split(":")
+        out.append((platform, int(ranks), path))
+    return out
+
+
+def footer(fig, platforms, command):
+    lines = ["SIMULATED (SimGrid 3.32 SMPI, no computation, calibrated per-message overheads)"]
+    lines += [f"{p}: {CALIBRATION.get(p, p)}" for p in platforms]
+    lines.append(command)
+    fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, va="bottom", family="monospace")
+
+
+def table_of(platform, series, automatic):
+    """Markdown: one row per P, microseconds per algorithm, the best, automatic."""
+    ranks = sorted({r for points in series.values() for r in points} | set(automatic))
+    names = list(series)
+    print(f"\n{platform} (simulated, us per call)\n")
+    print("| P | " + " | ".join(names) + " | best | automatic (x best) |")
+    print("|---" * (len(names) + 3) + "|")
+    for r in ranks:
+        cells = [f"{series[n][r]:.1f}" if r in series[n] else "-" for n in names]
+        present = {n: series[n][r] for n in names if r in series[n]}
+        best = min(present, key=present.get) if present else "-"
+        auto = "-"
+        if r in automatic and present:
+            auto = f"{automatic[r][1]} {automatic[r][0]:.1f} ({automatic[r][0] / present[best]:.2f}x)"
+        print(f"| {r} | " + " | ".join(cells) + f" | {best} | {auto} |")
+
+
+def sparse(output, arguments):
+    items = runs(arguments)
+    platforms = sorted({p for p, _, _ in items}, key=lambda p: ["ib", "tofu"].index(p) if p in ("ib", "tofu") else 9)
+    fig, axes = plt.subplots(1, len(platforms), figsize=(6 * len(platforms), 5.2), squeeze=False)
+    for axis, platform in zip(axes[0], platforms):
+        chosen = sorted((r, path) for p, r, path in items if p == platform)
+        series = {}
+        automatic = {}
+        for ranks, path in chosen:
+            rows = json.load(open(path))["rows"]
+            for row in rows:
+                if row["label"].startswith("plan"):
+                    continue
+                name = row["algorithm"]
+                if name == "automatic":
+                    automatic[ranks] = (row["median_s"] * 1e6, row["ran"])
+                    continue
+                series.setdefault(name, {})[ranks] = row["median_s"] * 1e6
+        table_of(platform, series, automatic)
+        for name, points in series.items():
+            xs = sorted(points)
+            axis.plot(xs, [points[x] for x in xs], marker="o", label=name)
+        if automatic:
+            xs = sorted(automatic)
+            axis.plot(xs, [automatic[x][0] for x in xs], "k*", markersize=12, label="automatic (built-in model, bench row)")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("simulated ranks P (one per node)")
+        axis.set_ylabel("time per exchange [us] (slowest rank)")
+        axis.set_title(f"SIMULATED sparse exchange, {platform}")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=8)
+    footer(fig, platforms, "sim/run <platform> <P> sparse --sizes 64 --patterns neighbours26 --seconds-per-row 0 "
+                           "(sim/runs.sh sparse: P = 64 in one run; sim/runs.sh split P: one run per algorithm)")
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
+def counts(output, arguments):
+    items = runs(arguments)
+    fig, axis = plt.subplots(figsize=(8, 5.2))
+    labels, table = [], {}
+    for platform, ranks, path in items:
+        label = f"{platform} P={ranks}"
+        labels.append(label)
+        for line in open(path):
+            m = re.match(r"^(MPI_Alltoall|fence \+ MPI_Put|passive .*?|domex \w+)\s+([0-9.]+)\s+([0-9.]+)$", line.strip())
+            if m:
+                table.setdefault(m.group(1), {})[label] = float(m.group(2))
+    width = 0.8 / max(1, len(table))
+    for k, (method, values) in enumerate(table.items()):
+        xs = [i + k * width for i in range(len(labels))]
+        axis.bar(xs, [values.get(l, 0) for l in labels], width, label=method)
+    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], labels)
+    axis.set_yscale("log")
+    axis.set_ylabel("time per count exchange [us] (slowest rank)")
+    axis.set_title("SIMULATED MPS count exchange (8 B to ~14 neighbours)")
+    axis.legend(fontsize=8)
+    axis.grid(True, axis="y", which="both", alpha=0.3)
+    footer(fig, sorted({p for p, _, _ in items}), "sim/run ib:6 36 counts --calls 20 (6 nodes); ib:8 72 (9 nodes); "
+                                                  "tofu:6 36; tofu:8 72; ib 1024 counts --calls 2 (sim/runs.sh counts)")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
+if __name__ == "__main__":
+    kind, output, *rest = sys.argv[1:]
+    {"sparse": sparse, "counts": counts}[kind](output, rest)
+    print(f"wrote {output}")
