@@ -30,7 +30,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   option("--image-every", c.image_every, "top-down density PNG every N steps and at the end (0: none)", "Run");
   option("--checkpoint-every", c.checkpoint_every, "checkpoint every N steps (0: none)", "Run");
   option("--restart", c.restart, "continue from this checkpoint folder", "Run");
-  option("--energy-every", c.energy_every, "energy check every N steps (0: with the progress lines)", "Run");
+  option("--energy-every", c.energy_every, "energy check every N steps (0: with the progress lines, -1: start and end only)", "Run");
   option("--legacy", c.legacy,
          "slow paths to switch on: alltoall-exchange,alltoallv-let,merge-sort,bcast-decompose | all | none", "Run");
   app->add_flag("--compare-legacy", c.compare_legacy,

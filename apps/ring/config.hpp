@@ -42,7 +42,7 @@ struct Config {
   long image_every = 64;                ///< top-down density image every N steps and at the end; 0: none
   long checkpoint_every = 0;            ///< checkpoint every N steps (a multiple of rebalance-every); 0: none
   std::string restart;                  ///< checkpoint folder to continue from; empty: a new run
-  long energy_every = 0;                ///< energy check every N steps (0: at the start, progress lines and end)
+  long energy_every = 0;                ///< energy check every N steps; 0: with the progress lines; -1: start and end only
   std::string legacy = "none";          ///< slow paths to switch on (see Legacy)
   bool compare_legacy = false;          ///< run all-legacy, each fix alone and all fixes; print the seed's table
   // -- ring --------------------------------------------------------------------

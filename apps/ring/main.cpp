@@ -226,12 +226,14 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
     if (writing && config.checkpoint_every > 0 && ring.steps() % config.checkpoint_every == 0)
       ring.write_checkpoint(folder / fmt::format("checkpoint_{:06}", ring.steps()));
     const bool line = (ring.steps() - first) % progress == 0 || ring.steps() == last;
-    if (line || due(config.energy_every)) {
-      const double error = energy_line(ring.energy());
-      if (root && line)
-        fmt::print(stderr, "  step {:>6}/{}  t {:8.4f}  {:8.2f} ms/step  energy error {:+.3e}\n", ring.steps(), last,
-                   ring.time(), 1e3 * wall / static_cast<double>(ring.steps() - first), error);
-    }
+    // Energy (an extra fp64 tree pass) with the progress lines (energy-every
+    // 0), every N steps, or (-1) only at the start and the end.
+    const bool energy = (config.energy_every == 0 && line) || (config.energy_every > 0 && due(config.energy_every));
+    const double error = energy ? energy_line(ring.energy()) : 0.0;
+    if (root && line)
+      fmt::print(stderr, "  step {:>6}/{}  t {:8.4f}  {:8.2f} ms/step{}\n", ring.steps(), last, ring.time(),
+                 1e3 * wall / static_cast<double>(ring.steps() - first),
+                 energy ? fmt::format("  energy error {:+.3e}", error) : std::string());
   }
   const long steps = ring.steps() - first;
   const StepTimes times = step_times(comm, ring.profile(), steps, wall);
