@@ -4,11 +4,27 @@
 // defines a static domex::bench::Registration that adds its CLI11 subcommand.
 
 #include <CLI/CLI.hpp>
+#include <domex/comm/error.hpp>
 
 #include <functional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace domex::bench {
+
+/// A bad option value, found the same on every rank (every rank parses the
+/// same arguments): main prints it once, as "domex-bench <command>: <what>",
+/// and exits with 2.
+class BadArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Throws BadArgument "<command>: <what>".
+[[noreturn]] inline void bad_argument(std::string_view command, std::string_view what) {
+  throw BadArgument(std::string(command) + ": " + std::string(what));
+}
 
 /// Adds one subcommand (with its options and callback) to the app.
 using AddSubcommand = std::function<void(CLI::App& app)>;

@@ -95,7 +95,7 @@ void run_decompose(const DecomposeOptions& options) {
                                : method_name == "sampled" ? CutMethod::sampled
                                                           : CutMethod::histogram;
       if (method_name != "global" && method_name != "histogram" && method_name != "sampled")
-        fail("domex-bench decompose", "unknown method " + method_name + " (histogram, sampled, global)");
+        bad_argument("domex-bench decompose", "unknown method " + method_name + " (histogram, sampled, global)");
       const std::vector<std::size_t> budgets =
           method != CutMethod::histogram ? options.budgets : std::vector<std::size_t>{0};
       for (std::size_t budget : budgets) {

@@ -60,17 +60,17 @@ Variant variant_from_string(const std::string& text) {
   Variant v{};
   if (const auto layout = stencil.find('/'); layout != std::string::npos) {
     if (stencil.substr(layout + 1) != "interlaced")
-      fail("domex-bench halo", fmt::format("unknown layout '{}' in '{}' (interlaced)", stencil.substr(layout + 1), text));
+      bad_argument("domex-bench halo", fmt::format("unknown layout '{}' in '{}' (interlaced)", stencil.substr(layout + 1), text));
     v.interlaced = true;
     stencil = stencil.substr(0, layout);
   }
   if (method == "plan") v.method = HaloMethod::plan;
   else if (method == "neighbor_alltoallv") v.method = HaloMethod::neighbor_alltoallv;
   else if (method == "naive") v.method = HaloMethod::naive;
-  else fail("domex-bench halo", fmt::format("unknown method '{}' in '{}' (plan, neighbor_alltoallv, naive)", method, text));
+  else bad_argument("domex-bench halo", fmt::format("unknown method '{}' in '{}' (plan, neighbor_alltoallv, naive)", method, text));
   if (stencil == "full") v.stencil = Stencil::full;
   else if (stencil == "faces") v.stencil = Stencil::faces;
-  else fail("domex-bench halo", fmt::format("unknown stencil '{}' in '{}' (full, faces)", stencil, text));
+  else bad_argument("domex-bench halo", fmt::format("unknown stencil '{}' in '{}' (full, faces)", stencil, text));
   return v;
 }
 
@@ -135,7 +135,7 @@ Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, 
         case 2: exchange_interlaced.operator()<2>(); return;
         case 4: exchange_interlaced.operator()<4>(); return;
         case 8: exchange_interlaced.operator()<8>(); return;
-        default: fail("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
+        default: bad_argument("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
       }
     }
     switch (exchanged) {
@@ -145,7 +145,7 @@ Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, 
       case 8:
         plan.exchange(fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6], fields[7]);
         break;
-      default: fail("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
+      default: bad_argument("domex-bench halo", fmt::format("{} fields exchanged: choose 1, 2, 4 or 8", exchanged));
     }
   };
   std::vector<double> step_times, exchange_times;
@@ -208,10 +208,10 @@ std::pair<double, double> fit_alpha_beta(const std::vector<Row>& rows) {
 
 void run_halo(const HaloBenchOptions& options) {
   Comm comm{MPI_COMM_WORLD};
-  if (options.fields < 8) fail("domex-bench halo", "--fields must be at least 8 (experiment A exchanges up to 8)");
+  if (options.fields < 8) bad_argument("domex-bench halo", "--fields must be at least 8 (experiment A exchanges up to 8)");
   for (int depth : options.depths)
     if (depth < 1 || static_cast<std::size_t>(depth) > options.cells)
-      fail("domex-bench halo", fmt::format("--depths {}: need 1 <= depth <= --cells {}", depth, options.cells));
+      bad_argument("domex-bench halo", fmt::format("--depths {}: need 1 <= depth <= --cells {}", depth, options.cells));
   std::vector<Row> rows;
   if (comm.rank() == 0)
     std::fprintf(stderr, "domex-bench halo: %d ranks, %zu^3 cells per rank, %zu fields, %d steps x %d repeats\n",

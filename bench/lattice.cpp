@@ -58,7 +58,7 @@ double memcpy_bandwidth(const Comm& comm, std::size_t bytes, int repeats) {
 void run_lattice(const LatticeBenchOptions& options) {
   Comm comm{MPI_COMM_WORLD};
   if (options.local.size() != 4 || options.dims.size() != 4)
-    fail("domex-bench lattice", "--local and --dims take 4 values");
+    bad_argument("domex-bench lattice", "--local and --dims take 4 values");
   std::array<int, 4> dims{options.dims[0], options.dims[1], options.dims[2], options.dims[3]};
   check_mpi(MPI_Dims_create(comm.size(), 4, dims.data()), "MPI_Dims_create");
   std::array<std::size_t, 4> global{};

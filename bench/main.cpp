@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
     // Bad arguments: one message (rank 0), exit status 2.
     const int code = rank == 0 ? app.exit(error) : error.get_exit_code();
     status = code == 0 ? 0 : 2;
+  } catch (const domex::bench::BadArgument& error) {
+    // The same on every rank: one message, exit status 2.
+    if (rank == 0) std::fprintf(stderr, "%s\n", error.what());
+    status = 2;
   } catch (const domex::Error& error) {  // names its origin already: no second prefix
     std::fprintf(stderr, "%s\n", error.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

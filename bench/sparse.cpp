@@ -58,7 +58,7 @@ std::vector<int> destinations_of(const Comm& comm, const std::string& pattern, c
   if (pattern == "neighbours6") return grid_destinations(comm, 6, 0.0, options.seed);
   if (pattern == "neighbours26") return grid_destinations(comm, 26, 0.0, options.seed);
   if (pattern == "neighbours26+far") return grid_destinations(comm, 26, options.far_fraction, options.seed);
-  fail("domex-bench sparse", "unknown pattern '" + pattern + "' (neighbours6, neighbours26, neighbours26+far)");
+  bad_argument("domex-bench sparse", "unknown pattern '" + pattern + "' (neighbours6, neighbours26, neighbours26+far)");
 }
 
 std::string table(const std::vector<Row>& rows) {

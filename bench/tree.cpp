@@ -49,7 +49,7 @@ Box root_of(const std::string& distribution) {
   if (distribution == "uniform") return {{0, 0, 0}, {1, 1, 1}};
   if (distribution == "plummer") return {{-10, -10, -10}, {10, 10, 10}};
   if (distribution == "ring") return {{-2, -2, -2}, {2, 2, 2}};
-  fail("domex-bench tree", "unknown distribution '" + distribution + "' (uniform, plummer, ring)");
+  bad_argument("domex-bench tree", "unknown distribution '" + distribution + "' (uniform, plummer, ring)");
 }
 
 /// This rank's share of the set (its own random stream), total mass 1.
