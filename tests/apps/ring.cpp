@@ -47,7 +47,10 @@ std::vector<std::uint64_t> all_ids(const domex::Comm& comm, const Ring& ring) {
 TEST(Ring, ParticlesAndIdsConservedAndOwned) {
   domex::Comm comm(MPI_COMM_WORLD);
   Config config = small_ring(sanitized ? 300 : 1000);
-  config.steps = sanitized ? 100 : 1000;
+  config.steps = sanitized ? 300 : 1000;
+  // Dense and stirred: contacts within the first few hundred steps.
+  config.optical_depth = 0.5;
+  config.dispersion = 0.03;
   const Derived derived = validate(config, comm);
   Ring ring(comm, config, derived);
   std::vector<std::uint64_t> expected(config.particles);

@@ -61,7 +61,9 @@ TEST(CApiSameAsCpp, ExchangeEveryAlgorithm) {
     EXPECT_TRUE(std::equal(cpp.sources().begin(), cpp.sources().end(), sources));
     EXPECT_TRUE(std::equal(cpp.offsets().begin(), cpp.offsets().end(), offsets));
     ASSERT_EQ(elements, cpp.size());
-    EXPECT_EQ(std::memcmp(data, cpp.data().data(), cpp.data().size_bytes()), 0);
+    if (cpp.data().size_bytes() > 0) {
+      EXPECT_EQ(std::memcmp(data, cpp.data().data(), cpp.data().size_bytes()), 0);
+    }
     domex_inbox_free(&inbox);
   }
 }
@@ -143,7 +145,9 @@ TEST(CApiSameAsCpp, DecomposeAndMigrate) {
   std::size_t size = 0;
   domex_buffer_data(moved, &bytes, &size);
   ASSERT_EQ(size, cpp_moved.size() * sizeof(Particle));
-  EXPECT_EQ(std::memcmp(bytes, cpp_moved.data(), size), 0);
+  if (size > 0) {
+    EXPECT_EQ(std::memcmp(bytes, cpp_moved.data(), size), 0);
+  }
   domex_buffer_free(&moved);
   domex_migration_free(&plan);
   domex_multisection_free(&domains);
