@@ -234,20 +234,19 @@ Ring::~Ring() = default;
 
 double Ring::time() const noexcept { return static_cast<double>(steps_) * config_.dt; }
 
-void Ring::sync(const char* phase) {
-  (void)phase;
+void Ring::sync() {
   auto timer = profile_.phase("imbalance");
   comm_.barrier();
 }
 
 void Ring::decompose() {
-  sync("decompose");
+  sync();
   auto timer = profile_.phase("decompose");
   domains_->rebalance(particles_.position);
 }
 
 void Ring::migrate() {
-  sync("exchange particles");
+  sync();
   auto timer = profile_.phase("exchange particles");
   const MigrationOptions options = derived_.legacy.alltoall_exchange
                                        ? MigrationOptions{.algorithm = Algorithm::alltoall, .neighbour_only = false}

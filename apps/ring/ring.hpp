@@ -107,7 +107,7 @@ class Ring {
   void decompose();
   void migrate();
   void forces(bool track_dissipation);
-  void sync(const char* phase);
+  void sync();  // a barrier timed as "imbalance" before a phase
 
   Comm& comm_;
   Config config_;
