@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 namespace domex::detail {
 
@@ -48,12 +49,20 @@ struct GridComms {
   std::unique_ptr<Comm> row, column;  // rank in row = column index, rank in column = row index
 };
 
-/// One hop: every member of `group` sends buffer[m] to member m (self copied
-/// locally). Counts first (MPI_Alltoall of 64-bit sizes, failed_mark from a
-/// rank that knows of a failure), then the data point-to-point in pieces.
-/// Returns whether any member reported a failure; then no data moves.
-bool hop(const Comm& group, std::vector<std::vector<std::byte>>& outgoing, std::vector<std::vector<std::byte>>& incoming,
-         bool failed, int tag, std::size_t piece) {
+/// What one member received in a hop: a view of bytes owned by `storage`
+/// (or, for the member itself, by the outgoing buffer).
+struct Received {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+};
+
+/// One hop: every member of `group` sends outgoing[m] to member m (its own
+/// buffer is only viewed, not copied). Counts first (MPI_Alltoall of 64-bit
+/// sizes, failed_mark from a rank that knows of a failure), then the data
+/// point-to-point in pieces, received into uninitialised storage. Returns
+/// whether any member reported a failure; then no data moves.
+bool hop(const Comm& group, const std::vector<std::vector<std::byte>>& outgoing, std::vector<Received>& incoming,
+         std::vector<std::unique_ptr<std::byte[]>>& storage, bool failed, int tag, std::size_t piece) {
   const auto members = static_cast<std::size_t>(group.size());
   std::vector<std::uint64_t> send_counts(members), receive_counts(members);
   for (std::size_t m = 0; m < members; ++m) send_counts[m] = failed ? failed_mark : outgoing[m].size();
@@ -62,19 +71,20 @@ bool hop(const Comm& group, std::vector<std::vector<std::byte>>& outgoing, std::
   if (failed || std::find(receive_counts.begin(), receive_counts.end(), failed_mark) != receive_counts.end())
     return true;
   const auto me = static_cast<std::size_t>(group.rank());
-  incoming.resize(members);
+  incoming.assign(members, {});
   std::vector<MPI_Request> requests;
   for (std::size_t m = 0; m < members; ++m) {
+    const std::size_t bytes = receive_counts[m];
     if (m == me) {
-      incoming[m].swap(outgoing[m]);  // to self: no copy
+      incoming[m] = {outgoing[m].data(), outgoing[m].size()};
       continue;
     }
-    incoming[m].resize(receive_counts[m]);
-    const std::size_t bytes = receive_counts[m];
+    std::byte* target = storage.emplace_back(std::make_unique_for_overwrite<std::byte[]>(bytes)).get();
+    incoming[m] = {target, bytes};
     for (std::size_t p = 0, pieces = piece_count(bytes, piece); p < pieces; ++p) {
       const std::size_t begin = p * piece;
       MPI_Request request;
-      check_mpi(MPI_Irecv(incoming[m].data() + begin, static_cast<int>(std::min(piece, bytes - begin)), MPI_BYTE,
+      check_mpi(MPI_Irecv(target + begin, static_cast<int>(std::min(piece, bytes - begin)), MPI_BYTE,
                           static_cast<int>(m), tag, group.get(), &request),
                 "MPI_Irecv");
       requests.push_back(request);
@@ -96,20 +106,21 @@ bool hop(const Comm& group, std::vector<std::vector<std::byte>>& outgoing, std::
   return false;
 }
 
+/// Appends a record (header, then payload) without initialising the bytes
+/// first (the buffers are reserved to their final size beforehand).
 void append_record(std::vector<std::byte>& buffer, const Header& header, const std::byte* payload) {
-  const std::size_t at = buffer.size();
-  buffer.resize(at + sizeof(Header) + header.bytes);
-  std::memcpy(buffer.data() + at, &header, sizeof(Header));
-  if (header.bytes) std::memcpy(buffer.data() + at + sizeof(Header), payload, header.bytes);
+  const auto* head = reinterpret_cast<const std::byte*>(&header);
+  buffer.insert(buffer.end(), head, head + sizeof(Header));
+  if (header.bytes) buffer.insert(buffer.end(), payload, payload + header.bytes);
 }
 
 /// Calls `each(header, payload)` for every record in `buffer`.
 template <class Each>
-void for_each_record(const std::vector<std::byte>& buffer, Each&& each) {
-  for (std::size_t at = 0; at < buffer.size();) {
+void for_each_record(const Received& buffer, Each&& each) {
+  for (std::size_t at = 0; at < buffer.size;) {
     Header header;
-    std::memcpy(&header, buffer.data() + at, sizeof(Header));
-    each(header, buffer.data() + at + sizeof(Header));
+    std::memcpy(&header, buffer.data + at, sizeof(Header));
+    each(header, buffer.data + at + sizeof(Header));
     at += sizeof(Header) + header.bytes;
   }
 }
@@ -122,29 +133,55 @@ void run_grid(Call& call) {
   const int rank = call.comm.rank();
   const auto row_members = static_cast<std::size_t>(grid.row->size());
   const auto column_members = static_cast<std::size_t>(grid.column->size());
+  const int my_column = rank % columns;
 
-  // Hop 1, along the row: to the member in the destination's column.
-  std::vector<std::vector<std::byte>> outgoing(row_members), incoming;
+  // Hop 1, along the row: to the member in the destination's column. Records
+  // for this rank's own column skip the hop: they go straight into hop 2's
+  // buffers. Buffers are reserved to their final size (no regrowth copies).
+  const auto in_my_column = [&](int destination) { return destination % columns == my_column; };
+  const auto column_slot = [&](int destination) { return static_cast<std::size_t>(destination / columns); };
+  std::vector<std::vector<std::byte>> outgoing(row_members), forward(column_members);
+  std::vector<std::size_t> row_bytes(row_members), column_bytes(column_members);
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
     if (call.to_self(i)) continue;
     const int destination = call.send.ranks[i];
-    append_record(outgoing[static_cast<std::size_t>(destination % columns)],
-                  {rank, destination, static_cast<std::uint64_t>(call.bytes(i))}, call.payload(i));
+    (in_my_column(destination) ? column_bytes[column_slot(destination)]
+                               : row_bytes[static_cast<std::size_t>(destination % columns)]) +=
+        sizeof(Header) + call.bytes(i);
     ++call.stats.messages_sent;
     call.stats.bytes_sent += call.bytes(i);
   }
-  bool failed = hop(*grid.row, outgoing, incoming, call.failed_here, call.tag, call.piece);
+  for (std::size_t m = 0; m < row_members; ++m) outgoing[m].reserve(row_bytes[m]);
+  for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
+    const int destination = call.send.ranks[i];
+    if (!call.to_self(i) && !in_my_column(destination))
+      append_record(outgoing[static_cast<std::size_t>(destination % columns)],
+                    {rank, destination, static_cast<std::uint64_t>(call.bytes(i))}, call.payload(i));
+  }
+  std::vector<Received> incoming, arrived;
+  std::vector<std::unique_ptr<std::byte[]>> storage;
+  bool failed = hop(*grid.row, outgoing, incoming, storage, call.failed_here, call.tag, call.piece);
 
   // Hop 2, along the column: to the destination's row. A failure seen in
   // hop 1 travels on as the mark, so every rank learns it.
-  std::vector<std::vector<std::byte>> forward(column_members), arrived;
-  if (!failed)
-    for (const auto& buffer : incoming)
-      for_each_record(buffer, [&](const Header& header, const std::byte* payload) {
-        append_record(forward[static_cast<std::size_t>(header.destination / columns)], header, payload);
+  if (!failed) {
+    for (const Received& buffer : incoming)
+      for_each_record(buffer, [&](const Header& header, const std::byte*) {
+        column_bytes[column_slot(header.destination)] += sizeof(Header) + header.bytes;
       });
-  incoming.clear();
-  failed = hop(*grid.column, forward, arrived, failed, call.tag, call.piece);
+    for (std::size_t m = 0; m < column_members; ++m) forward[m].reserve(column_bytes[m]);
+    for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
+      const int destination = call.send.ranks[i];
+      if (!call.to_self(i) && in_my_column(destination))
+        append_record(forward[column_slot(destination)],
+                      {rank, destination, static_cast<std::uint64_t>(call.bytes(i))}, call.payload(i));
+    }
+    for (const Received& buffer : incoming)
+      for_each_record(buffer, [&](const Header& header, const std::byte* payload) {
+        append_record(forward[column_slot(header.destination)], header, payload);
+      });
+  }
+  failed = hop(*grid.column, forward, arrived, storage, failed, call.tag, call.piece);
   call.failed_somewhere = failed;
   if (failed) return;
 
@@ -155,7 +192,7 @@ void run_grid(Call& call) {
     std::size_t bytes;
   };
   std::vector<Message> messages;
-  for (const auto& buffer : arrived)
+  for (const Received& buffer : arrived)
     for_each_record(buffer, [&](const Header& header, const std::byte* payload) {
       messages.push_back({header.source, payload, static_cast<std::size_t>(header.bytes)});
     });

@@ -11,6 +11,8 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 namespace domex {
 
@@ -121,51 +123,123 @@ std::vector<Round> build_rounds(const CartesianGrid& grid, int depth, Stencil st
   return rounds;
 }
 
-/// Copies the rows of `region` of one field whose elements are W-sized
-/// words: a plain loop the compiler unrolls and vectorises (a memcpy call per
-/// row costs more than the copy itself for the 1-3 cell rows of x faces).
+/// An element of `Bytes` bytes, copied as one unit (compiles to moves).
+template <std::size_t Bytes>
+struct Word {
+  std::byte bytes[Bytes];
+};
+
+/// The cells of a region inside a field: the index of its first cell, the
+/// strides of a row (y) and a plane (z) in elements, and its size per axis.
+struct Block {
+  std::size_t first = 0, row = 0, plane = 0;
+  std::size_t run = 0, rows = 0, planes = 0;  ///< cells along x, y, z
+};
+
+Block block_of(const HaloPlan& plan, const Region& region) noexcept {
+  const auto extent = plan.extent();
+  return {plan.index(region.begin[0], region.begin[1], region.begin[2]),
+          extent[0],
+          extent[0] * extent[1],
+          static_cast<std::size_t>(region.end[0] - region.begin[0]),
+          static_cast<std::size_t>(region.end[1] - region.begin[1]),
+          static_cast<std::size_t>(region.end[2] - region.begin[2])};
+}
+
+/// Moves the cells of one block between a field and a packed buffer (Pack:
+/// field -> buffer) with elements of W: one pass, row pointers advanced by
+/// the strides, and a strided loop for the one-cell rows of x faces (a
+/// memcpy call per row would cost more than the copy).
 template <bool Pack, class W>
-std::byte* copy_rows(const HaloPlan& plan, std::byte* data, const Region& region, std::byte* packed) {
-  const auto run = static_cast<std::size_t>(region.end[0] - region.begin[0]);
-  for (long k = region.begin[2]; k < region.end[2]; ++k)
-    for (long j = region.begin[1]; j < region.end[1]; ++j) {
-      std::byte* cells = data + plan.index(region.begin[0], j, k) * sizeof(W);
-      for (std::size_t i = 0; i < run; ++i) {
-        if constexpr (Pack) std::memcpy(packed + i * sizeof(W), cells + i * sizeof(W), sizeof(W));
-        else std::memcpy(cells + i * sizeof(W), packed + i * sizeof(W), sizeof(W));
+std::byte* copy_block(std::byte* data, const Block& b, std::byte* packed) noexcept {
+  constexpr std::size_t w = sizeof(W);
+  std::byte* plane = data + b.first * w;
+  if (b.run == 1) {
+    for (std::size_t k = 0; k < b.planes; ++k, plane += b.plane * w) {
+      std::byte* cell = plane;
+      for (std::size_t j = 0; j < b.rows; ++j, cell += b.row * w, packed += w) {
+        if constexpr (Pack) std::memcpy(packed, cell, w);
+        else std::memcpy(cell, packed, w);
       }
-      packed += run * sizeof(W);
     }
+    return packed;
+  }
+  const std::size_t run = b.run * w;
+  for (std::size_t k = 0; k < b.planes; ++k, plane += b.plane * w) {
+    std::byte* cells = plane;
+    for (std::size_t j = 0; j < b.rows; ++j, cells += b.row * w, packed += run) {
+      if constexpr (Pack) std::memcpy(packed, cells, run);
+      else std::memcpy(cells, packed, run);
+    }
+  }
   return packed;
 }
 
+/// Copies one block of a field onto another of the same shape in the same
+/// field (a periodic neighbour that is this rank: no buffer, no message).
+template <class W>
+void move_block(std::byte* data, const Block& from, std::size_t to_first) noexcept {
+  constexpr std::size_t w = sizeof(W);
+  const std::byte* source = data + from.first * w;
+  std::byte* target = data + to_first * w;
+  const std::size_t run = from.run * w;
+  for (std::size_t k = 0; k < from.planes; ++k)
+    for (std::size_t j = 0; j < from.rows; ++j) {
+      const std::size_t offset = (k * from.plane + j * from.row) * w;
+      if (from.run == 1) std::memcpy(target + offset, source + offset, w);
+      else std::memcpy(target + offset, source + offset, run);
+    }
+}
+
+/// Calls f.template operator()<W>() with W the word type of `element_size`
+/// bytes (the sizes of common scalars and small fixed arrays of them), or
+/// Word<1> with the block widened to bytes otherwise.
+template <class F>
+decltype(auto) with_word(std::size_t element_size, F&& f) {
+  switch (element_size) {
+    case 1: return f.template operator()<Word<1>>();
+    case 2: return f.template operator()<Word<2>>();
+    case 4: return f.template operator()<Word<4>>();
+    case 8: return f.template operator()<Word<8>>();
+    case 12: return f.template operator()<Word<12>>();
+    case 16: return f.template operator()<Word<16>>();
+    case 24: return f.template operator()<Word<24>>();
+    case 32: return f.template operator()<Word<32>>();
+    case 48: return f.template operator()<Word<48>>();
+    case 64: return f.template operator()<Word<64>>();
+    default: return f.template operator()<void>();
+  }
+}
+
+/// A block in bytes: elements of other sizes copied as runs of bytes.
+Block in_bytes(Block b, std::size_t element_size) noexcept {
+  b.first *= element_size;
+  b.row *= element_size;
+  b.plane *= element_size;
+  b.run *= element_size;
+  return b;
+}
+
 /// Copies the cells of `region` of one field between the array and a packed
-/// buffer, one x-run at a time: typed word loops for elements of 1, 2, 4, 8
-/// and 16 bytes, memcpy per run otherwise.
+/// buffer; returns the end of what was packed or unpacked.
 template <bool Pack>
 std::byte* copy_region(const HaloPlan& plan, const HaloPlan::FieldView& field, const Region& region,
                        std::byte* packed) {
-  struct Word16 {
-    std::uint64_t low, high;
-  };
-  switch (field.element_size) {
-    case 1: return copy_rows<Pack, std::uint8_t>(plan, field.data, region, packed);
-    case 2: return copy_rows<Pack, std::uint16_t>(plan, field.data, region, packed);
-    case 4: return copy_rows<Pack, std::uint32_t>(plan, field.data, region, packed);
-    case 8: return copy_rows<Pack, std::uint64_t>(plan, field.data, region, packed);
-    case 16: return copy_rows<Pack, Word16>(plan, field.data, region, packed);
-    default: break;
-  }
-  const std::size_t es = field.element_size;
-  const std::size_t run = static_cast<std::size_t>(region.end[0] - region.begin[0]) * es;
-  for (long k = region.begin[2]; k < region.end[2]; ++k)
-    for (long j = region.begin[1]; j < region.end[1]; ++j) {
-      std::byte* cells = field.data + plan.index(region.begin[0], j, k) * es;
-      if constexpr (Pack) std::memcpy(packed, cells, run);
-      else std::memcpy(cells, packed, run);
-      packed += run;
-    }
-  return packed;
+  const Block b = block_of(plan, region);
+  return with_word(field.element_size, [&]<class W>() {
+    if constexpr (std::is_void_v<W>) return copy_block<Pack, Word<1>>(field.data, in_bytes(b, field.element_size), packed);
+    else return copy_block<Pack, W>(field.data, b, packed);
+  });
+}
+
+/// Copies the cells of region `from` of one field onto its region `to`.
+void copy_within(const HaloPlan& plan, const HaloPlan::FieldView& field, const Region& from, const Region& to) {
+  const Block b = block_of(plan, from);
+  const std::size_t target = plan.index(to.begin[0], to.begin[1], to.begin[2]);
+  with_word(field.element_size, [&]<class W>() {
+    if constexpr (std::is_void_v<W>) move_block<Word<1>>(field.data, in_bytes(b, field.element_size), target * field.element_size);
+    else move_block<W>(field.data, b, target);
+  });
 }
 
 }  // namespace
@@ -176,6 +250,11 @@ struct HaloPlan::State {
 
   Comm comm;  ///< our own duplicate: plans never match each other's messages
   std::vector<Round> rounds;
+  /// plan: per round, the pairs (send transfer, receive transfer) whose
+  /// neighbour is this rank (periodic axes with one rank): copied within each
+  /// field, no buffer and no message.
+  std::vector<std::vector<std::pair<const Transfer*, const Transfer*>>> self_copies;
+  int self = -1;  ///< plan: this rank, whose transfers are copies; -1 for the baselines (messages to self)
   std::vector<Comm> graphs;  ///< neighbor_alltoallv: one graph communicator per round
   /// Per round: the buffers and persistent requests of the current fields.
   struct Buffers {
@@ -194,6 +273,10 @@ struct HaloPlan::State {
   int poisoned_by = -1;
   std::vector<MPI_Request> empty_sends;
   std::vector<MPI_Status> statuses;
+  std::vector<int> completed;
+
+  /// A transfer that is a message (a neighbour, not this rank on the plan's path).
+  [[nodiscard]] bool messaged(const Transfer& t) const noexcept { return t.rank >= 0 && t.rank != self; }
 
   void free_requests() noexcept {
     for (auto& round : buffers)
@@ -221,6 +304,16 @@ HaloPlan::HaloPlan(const CartesianGrid& grid, HaloOptions options)
   for (int a = 0; a < 3; ++a) extent_[a] = n[a] + 2 * static_cast<std::size_t>(options.depth);
   state_->rounds = build_rounds(grid, options.depth, options.stencil);
   state_->buffers.resize(state_->rounds.size());
+  if (options.method == HaloMethod::plan) {
+    state_->self = grid.comm().rank();
+    for (const Round& round : state_->rounds) {
+      auto& copies = state_->self_copies.emplace_back();
+      for (const Transfer& t : round.transfers)
+        if (t.rank == state_->self)
+          for (const Transfer& o : round.transfers)
+            if (o.recv_tag() == t.send_tag()) copies.emplace_back(&t, &o);
+    }
+  }
 
   if (options.method == HaloMethod::neighbor_alltoallv) {
     for (const Round& round : state_->rounds) {
@@ -277,10 +370,10 @@ std::size_t HaloPlan::neighbour_ranks() const noexcept {
 namespace {
 
 /// Lays out the round's buffers for fields of `bytes_per_cell` bytes per cell.
-void lay_out(Round& round, std::size_t bytes_per_cell, std::size_t& send_bytes, std::size_t& recv_bytes) {
+void lay_out(Round& round, int self, std::size_t bytes_per_cell, std::size_t& send_bytes, std::size_t& recv_bytes) {
   send_bytes = recv_bytes = 0;
   for (Transfer& t : round.transfers) {
-    if (t.rank < 0) continue;
+    if (t.rank < 0 || t.rank == self) continue;
     t.send_offset = send_bytes;
     t.recv_offset = recv_bytes;
     send_bytes += t.send.cells() * bytes_per_cell;
@@ -328,13 +421,13 @@ void HaloPlan::begin_views(std::span<const FieldView> fields) {
     for (std::size_t r = 0; r < s.rounds.size(); ++r) {
       auto& buffers = s.buffers[r];
       std::size_t send_bytes = 0, recv_bytes = 0;
-      lay_out(s.rounds[r], bytes_per_cell, send_bytes, recv_bytes);
+      lay_out(s.rounds[r], s.self, bytes_per_cell, send_bytes, recv_bytes);
       buffers.send.assign(send_bytes, std::byte{});
       buffers.recv.assign(recv_bytes, std::byte{});
       buffers.requests.clear();
       if (options_.method != HaloMethod::plan) continue;
       for (const Transfer& t : s.rounds[r].transfers) {
-        if (t.rank < 0) continue;
+        if (!s.messaged(t)) continue;
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Recv_init(buffers.recv.data() + t.recv_offset,
                                 checked_int(t.recv.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
@@ -343,7 +436,7 @@ void HaloPlan::begin_views(std::span<const FieldView> fields) {
         buffers.requests.push_back(request);
       }
       for (const Transfer& t : s.rounds[r].transfers) {
-        if (t.rank < 0) continue;
+        if (!s.messaged(t)) continue;
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Send_init(buffers.send.data() + t.send_offset,
                                 checked_int(t.send.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
@@ -386,28 +479,37 @@ void HaloPlan::start_round(std::size_t r) {
       }
     return;
   }
-  for (const Transfer& t : round.transfers) {
-    if (t.rank < 0) continue;
-    std::byte* packed = buffers.send.data() + t.send_offset;
-    for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
-  }
   if (options_.method == HaloMethod::plan) {
+    // Receives first, then each send as soon as it is packed, then the
+    // copies to this rank itself while the messages travel.
+    std::size_t receives = 0;
+    for (const Transfer& t : round.transfers) receives += s.messaged(t) ? 1 : 0;
+    if (receives) check_mpi(MPI_Startall(static_cast<int>(receives), buffers.requests.data()), "MPI_Startall");
     if (s.poisoned_by >= 0) {
-      // Receives as usual (the first requests), empty messages instead of the sends.
-      std::size_t receives = 0;
-      for (const Transfer& t : round.transfers) receives += t.rank >= 0 ? 1 : 0;
-      if (receives) check_mpi(MPI_Startall(static_cast<int>(receives), buffers.requests.data()), "MPI_Startall");
+      // Empty messages instead of the sends; ghosts (own copies too) unchanged.
       for (const Transfer& t : round.transfers) {
-        if (t.rank < 0) continue;
+        if (!s.messaged(t)) continue;
         MPI_Request request;
         check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
         s.empty_sends.push_back(request);
       }
       return;
     }
-    if (!buffers.requests.empty())
-      check_mpi(MPI_Startall(static_cast<int>(buffers.requests.size()), buffers.requests.data()), "MPI_Startall");
+    std::size_t send = receives;
+    for (const Transfer& t : round.transfers) {
+      if (!s.messaged(t)) continue;
+      std::byte* packed = buffers.send.data() + t.send_offset;
+      for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
+      check_mpi(MPI_Start(&buffers.requests[send++]), "MPI_Start");
+    }
+    for (const auto& [from, to] : s.self_copies[r])
+      for (const FieldView& field : s.fields) copy_within(*this, field, from->send, to->recv);
     return;
+  }
+  for (const Transfer& t : round.transfers) {
+    if (t.rank < 0) continue;
+    std::byte* packed = buffers.send.data() + t.send_offset;
+    for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
   }
   // neighbor_alltoallv: blocks in the destinations' order, receives in the
   // order of the tags they were sent with (see the constructor).
@@ -440,24 +542,41 @@ void HaloPlan::complete_round(std::size_t r) {
   State& s = *state_;
   if (options_.method == HaloMethod::naive) return;  // unpacked as received
   auto& buffers = s.buffers[r];
-  if (options_.method == HaloMethod::plan && !buffers.requests.empty()) {
-    s.statuses.resize(buffers.requests.size());
-    check_mpi(MPI_Waitall(static_cast<int>(buffers.requests.size()), buffers.requests.data(), s.statuses.data()),
-              "MPI_Waitall");
-    wait_empty_sends();
-    // A message shorter than the ghosts it carries is a neighbour's news
-    // that its input was invalid (see send_empty_exchange()).
-    std::size_t i = 0;
-    for (const Transfer& t : s.rounds[r].transfers) {
-      if (t.rank < 0) continue;
-      int count = 0;
-      check_mpi(MPI_Get_count(&s.statuses[i++], MPI_BYTE, &count), "MPI_Get_count");
-      if (static_cast<std::size_t>(count) != t.recv.cells() * s.bytes_per_cell && s.poisoned_by < 0)
-        s.poisoned_by = t.rank;
+  const Round& round = s.rounds[r];
+  if (options_.method == HaloMethod::plan) {
+    // Each message unpacked as it arrives. One shorter than the ghosts it
+    // carries is a neighbour's news that its input was invalid (see
+    // send_empty_exchange()): from then on nothing more is unpacked.
+    std::vector<const Transfer*> sources;
+    for (const Transfer& t : round.transfers)
+      if (s.messaged(t)) sources.push_back(&t);
+    const int receives = static_cast<int>(sources.size());
+    s.statuses.resize(sources.size());
+    s.completed.resize(sources.size());
+    for (int left = receives; left > 0;) {
+      int done = 0;
+      check_mpi(MPI_Waitsome(receives, buffers.requests.data(), &done, s.completed.data(), s.statuses.data()),
+                "MPI_Waitsome");
+      if (done == MPI_UNDEFINED) break;
+      left -= done;
+      for (int i = 0; i < done; ++i) {
+        const Transfer& t = *sources[static_cast<std::size_t>(s.completed[static_cast<std::size_t>(i)])];
+        int count = 0;
+        check_mpi(MPI_Get_count(&s.statuses[static_cast<std::size_t>(i)], MPI_BYTE, &count), "MPI_Get_count");
+        if (static_cast<std::size_t>(count) != t.recv.cells() * s.bytes_per_cell && s.poisoned_by < 0)
+          s.poisoned_by = t.rank;
+        if (s.poisoned_by >= 0) continue;
+        std::byte* packed = buffers.recv.data() + t.recv_offset;
+        for (const FieldView& field : s.fields) packed = copy_region<false>(*this, field, t.recv, packed);
+      }
     }
+    const auto sends = static_cast<int>(buffers.requests.size()) - receives;
+    if (sends > 0)  // not started (inactive) where this round sent empty messages instead
+      check_mpi(MPI_Waitall(sends, buffers.requests.data() + receives, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    wait_empty_sends();
+    return;
   }
-  if (s.poisoned_by >= 0) return;  // ghosts stay as they were
-  for (const Transfer& t : s.rounds[r].transfers) {
+  for (const Transfer& t : round.transfers) {
     if (t.rank < 0) continue;
     std::byte* packed = buffers.recv.data() + t.recv_offset;
     for (const FieldView& field : s.fields) packed = copy_region<false>(*this, field, t.recv, packed);
@@ -497,13 +616,13 @@ void HaloPlan::send_empty_exchange() {
   std::vector<std::byte> dropped;
   for (const Round& round : s.rounds) {
     for (const Transfer& t : round.transfers) {
-      if (t.rank < 0) continue;
+      if (!s.messaged(t)) continue;
       MPI_Request request;
       check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
       s.empty_sends.push_back(request);
     }
     for (const Transfer& t : round.transfers) {
-      if (t.rank < 0) continue;
+      if (!s.messaged(t)) continue;
       MPI_Status status;
       check_mpi(MPI_Probe(t.rank, t.recv_tag(), s.comm.get(), &status), "MPI_Probe");
       int count = 0;

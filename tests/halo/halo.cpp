@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <domex/halo/halo.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -116,6 +117,69 @@ TEST(HaloPlan, EveryGhostCellHoldsItsOwnersValue) {
           }
     }
   EXPECT_EQ(cases, 3 * 3 * 2 * 3 * 3);
+}
+
+/// A field of N-byte elements whose every byte is derived from the cell's id.
+template <std::size_t N>
+using Bytes = std::array<std::uint8_t, N>;
+
+template <std::size_t N>
+Bytes<N> bytes_of(long long id) {
+  Bytes<N> b{};
+  for (std::size_t i = 0; i < N; ++i) b[i] = static_cast<std::uint8_t>(id < 0 ? 0xA5 : (id * 31 + 7 * i) % 251);
+  return b;
+}
+
+template <std::size_t N>
+std::vector<Bytes<N>> filled_bytes(const domex::HaloPlan& plan) {
+  std::vector<Bytes<N>> field(plan.cells(), bytes_of<N>(-1));
+  const auto n = plan.grid().local_cells();
+  for (long k = 0; k < static_cast<long>(n[2]); ++k)
+    for (long j = 0; j < static_cast<long>(n[1]); ++j)
+      for (long i = 0; i < static_cast<long>(n[0]); ++i)
+        field[plan.index(i, j, k)] = bytes_of<N>(global_id(plan.grid(), i, j, k));
+  return field;
+}
+
+template <std::size_t N>
+long long wrong_bytes(const domex::HaloPlan& plan, const std::vector<Bytes<N>>& field) {
+  long long wrong = 0;
+  const long d = plan.depth();
+  const auto n = plan.grid().local_cells();
+  for (long k = -d; k < static_cast<long>(n[2]) + d; ++k)
+    for (long j = -d; j < static_cast<long>(n[1]) + d; ++j)
+      for (long i = -d; i < static_cast<long>(n[0]) + d; ++i)
+        wrong += field[plan.index(i, j, k)] == bytes_of<N>(global_id(plan.grid(), i, j, k)) ? 0 : 1;
+  return wrong;
+}
+
+TEST(HaloPlan, FieldsOfEveryElementSizeTravelTogether) {
+  // 1, 3, 12, 24, 40 and 64 bytes per element: the word-copy sizes and the
+  // byte-run fallback, one-cell rows (x faces) and long ones, messages and
+  // copies to this rank itself (a periodic axis with one rank).
+  domex::Comm comm{MPI_COMM_WORLD};
+  for (std::array<int, 3> dims : {std::array<int, 3>{0, 0, 0}, {comm.size(), 1, 1}})
+    for (Stencil stencil : {Stencil::full, Stencil::faces})
+      for (int depth : {1, 2}) {
+        domex::CartesianGrid grid(comm, {static_cast<std::size_t>(2 * comm.size() + 3), 7, 6},
+                                  {.dims = dims, .periodic = {true, true, false}});
+        domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
+        auto b1 = filled_bytes<1>(plan);
+        auto b3 = filled_bytes<3>(plan);
+        auto b12 = filled_bytes<12>(plan);
+        auto b24 = filled_bytes<24>(plan);
+        auto b40 = filled_bytes<40>(plan);
+        auto b64 = filled_bytes<64>(plan);
+        for (int again = 0; again < 2; ++again) plan.exchange(b1, b3, b12, b24, b40, b64);
+        const std::string where = fmt::format("stencil {}, depth {}, dims {}x{}x{}", domex::to_string(stencil), depth,
+                                              grid.dims()[0], grid.dims()[1], grid.dims()[2]);
+        EXPECT_EQ(wrong_bytes(plan, b1), 0) << where;
+        EXPECT_EQ(wrong_bytes(plan, b3), 0) << where;
+        EXPECT_EQ(wrong_bytes(plan, b12), 0) << where;
+        EXPECT_EQ(wrong_bytes(plan, b24), 0) << where;
+        EXPECT_EQ(wrong_bytes(plan, b40), 0) << where;
+        EXPECT_EQ(wrong_bytes(plan, b64), 0) << where;
+      }
 }
 
 TEST(HaloPlan, BeginAndFinishOverlapComputation) {

@@ -109,7 +109,10 @@ class HaloPlan {
   }
   /// Starts the exchange (packs and posts the first round); compute on owned
   /// cells away from the boundary, then call finish(). The fields must stay
-  /// alive and unmodified in their send regions until finish() returns.
+  /// alive and unmodified in their send regions until finish() returns, and
+  /// their ghosts must not be used in between: ghosts whose owner is this
+  /// rank itself (a periodic axis with one rank) are copied within each field
+  /// by begin() already (HaloMethod::plan: no message, no buffer).
   /// Invalid fields on one rank (wrong number of elements): that rank throws
   /// domex::Error here after sending empty messages in place of its ghosts,
   /// and every rank whose ghosts depend on it throws from finish() naming it;
