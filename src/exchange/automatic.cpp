@@ -31,13 +31,23 @@ constexpr std::uint64_t measuring_epoch = 16;  // calls; the first is not timed 
 constexpr std::uint64_t longest_epoch = 256;
 constexpr std::size_t explored_first = 3;      // the model's best three are timed at once, the rest as challengers
 constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs between rechecks
+/// Learning budget: timing challengers may cost at most this fraction of the
+/// time the class has run at its best known speed (their measured or
+/// predicted slowdown times the epoch, the RMA setup included), so a slow
+/// candidate is re-timed rarely and a hopeless one almost never.
+constexpr double learning_budget = 0.02;
+/// Every challenger epoch is charged at least this slowdown (a near-tie
+/// still costs the noise of switching).
+constexpr double least_slowdown = 0.05;
+/// A candidate that lost is not re-timed for this many calls of its class,
+/// doubling with each further loss.
+constexpr std::uint64_t first_backoff = 256, last_backoff = std::uint64_t{1} << 24;
+/// The one-time setup of the RMA algorithms (their windows on a Comm's first
+/// use: 0.2-5 ms measured here), charged to the budget before they are tried.
+constexpr double setup_seconds = 1e-3;
 
 double clock_skew = 1.0;
 
-/// Calls of a class before an algorithm with a one-time setup is tried: the
-/// RMA algorithms create a window on a Comm's first use (0.2-5 ms here, a
-/// thousand small calls), which only a longer run amortises.
-constexpr std::uint64_t setup_after_calls = 1024;
 bool has_setup(Algorithm algorithm) {
   return algorithm == Algorithm::rma_fence || algorithm == Algorithm::rma_passive;
 }
@@ -54,11 +64,14 @@ int size_class(double x) { return x >= 1 ? std::bit_width(static_cast<std::uint6
 struct ClassState {
   AutomaticClass report;
   std::array<Algorithm, concrete_algorithms.size()> ranked{};  // the model's order
+  std::array<double, concrete_algorithms.size()> predicted{};  // the model's seconds per call
   std::uint64_t steady_epochs = 0;             // since the last (re)check
   std::uint64_t recheck_after = 2;  // steady epochs before the next recheck
-  std::size_t challenger = 0;                  // next of ranked[] to recheck against the incumbent
   int recheck_stage = 0;                       // 1: timing the incumbent, 2: timing a challenger
   Algorithm timing = Algorithm::automatic;     // what the current measuring epoch times
+  double spent = 0;  // seconds the measuring epochs cost beyond the best known time
+  std::array<std::uint64_t, concrete_algorithms.size()> retry_at{};  // calls before a loser is re-timed
+  std::array<std::uint64_t, concrete_algorithms.size()> backoff{};
 };
 
 struct AutomaticState {
@@ -92,9 +105,52 @@ bool known(const ClassState& cls, Algorithm algorithm) {
   return cls.report.seconds[index_of(algorithm)] >= 0 || cls.report.how == "loaded";
 }
 
-/// Whether automatic may time `algorithm` now (its setup is paid or worth paying).
-bool may_try(const AutomaticState& state, const ClassState& cls, Algorithm algorithm) {
-  return !has_setup(algorithm) || state.set_up[index_of(algorithm)] || cls.report.calls >= setup_after_calls;
+/// The incumbent's time per call: measured, else predicted.
+double incumbent_seconds(const ClassState& cls) {
+  const std::size_t at = index_of(cls.report.chosen);
+  return cls.report.seconds[at] >= 0 ? cls.report.seconds[at] : cls.predicted[at];
+}
+
+/// What timing `algorithm` for one epoch is expected to cost beyond running
+/// the incumbent: its measured (else predicted) slowdown, at least
+/// least_slowdown, times the epoch, plus its setup if it has not run here.
+double expected_cost(const AutomaticState& state, const ClassState& cls, Algorithm algorithm) {
+  const std::size_t at = index_of(algorithm);
+  const double best = incumbent_seconds(cls);
+  const double own = cls.report.seconds[at] >= 0 ? cls.report.seconds[at] : cls.predicted[at] * best /
+                                                                               std::max(cls.predicted[index_of(cls.report.chosen)], 1e-300);
+  const double slowdown = std::max(own / std::max(best, 1e-300) - 1, least_slowdown);
+  const double setup = has_setup(algorithm) && !state.set_up[at] ? setup_seconds : 0;
+  return slowdown * best * static_cast<double>(measuring_epoch) + setup;
+}
+
+/// Whether the class's learning budget covers timing `algorithm` now.
+bool affordable(const AutomaticState& state, const ClassState& cls, Algorithm algorithm) {
+  const double allowance = learning_budget * incumbent_seconds(cls) * static_cast<double>(cls.report.calls);
+  return cls.spent + expected_cost(state, cls, algorithm) <= allowance;
+}
+
+/// The challenger to time next, or the incumbent where none may be timed:
+/// never-measured algorithms first (in the model's order), then the one
+/// with the smallest measured slowdown, among those not backing off whose
+/// cost the budget covers.
+Algorithm pick_challenger(const AutomaticState& state, const ClassState& cls) {
+  const auto& r = cls.report;
+  Algorithm pick = r.chosen;
+  double pick_seconds = 0;
+  bool pick_unmeasured = false;
+  for (Algorithm a : cls.ranked) {
+    const std::size_t at = index_of(a);
+    if (a == r.chosen || r.calls < cls.retry_at[at] || !affordable(state, cls, a)) continue;
+    const bool unmeasured = r.seconds[at] < 0;
+    if (pick_unmeasured && !unmeasured) continue;
+    if (pick == r.chosen || (unmeasured && !pick_unmeasured) || (!unmeasured && r.seconds[at] < pick_seconds)) {
+      pick = a;
+      pick_seconds = r.seconds[at];
+      pick_unmeasured = unmeasured;
+    }
+  }
+  return pick;
 }
 
 /// Sets the next epoch of `cls`: what runs, whether it is timed, how long.
@@ -112,28 +168,18 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
   };
   state.measuring = false;
   if (learning) {
-    // Exploration: every candidate once.
+    // Exploration: the model's leading candidates (those without a setup to pay) once each.
     std::size_t tried = 0;
     for (Algorithm candidate : cls.ranked) {
-      if (!may_try(state, cls, candidate)) continue;
+      if (has_setup(candidate) && !state.set_up[index_of(candidate)]) continue;
       if (!known(cls, candidate)) return start_measuring(candidate);
       if (++tried == explored_first) break;
     }
-    // Rechecks with exponential back-off: the incumbent, then a challenger.
+    // Rechecks with exponential back-off: the incumbent, then a challenger
+    // the learning budget covers.
     if (cls.recheck_stage == 1) {
       cls.recheck_stage = 2;
-      // Challengers in the model's order, each in turn (the incumbent skipped):
-      // the algorithms the model ranked low are tried too, so a model fitted
-      // on another machine cannot hide the best one for long.
-      Algorithm challenger = r.chosen;
-      for (Algorithm a : cls.ranked)  // never measured first
-        if (challenger == r.chosen && a != r.chosen && r.seconds[index_of(a)] < 0 && may_try(state, cls, a))
-          challenger = a;
-      for (std::size_t tries = 0; challenger == r.chosen && tries < cls.ranked.size(); ++tries) {
-        const Algorithm a = cls.ranked[cls.challenger];
-        cls.challenger = (cls.challenger + 1) % cls.ranked.size();
-        if (may_try(state, cls, a)) challenger = a;
-      }
+      const Algorithm challenger = pick_challenger(state, cls);
       if (challenger == r.chosen) {  // nothing to try yet
         cls.recheck_stage = 0;
         return plan_epoch(state, cls, learning);
@@ -142,17 +188,14 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
     }
     if (cls.steady_epochs >= cls.recheck_after && r.how != "model") {
       cls.steady_epochs = 0;
-      // While some algorithm was never measured, the incumbent's measurement
-      // is recent: time the newcomer straight away, every other steady epoch.
-      const bool unmeasured = std::any_of(cls.ranked.begin(), cls.ranked.end(), [&](Algorithm a) {
-        return r.seconds[index_of(a)] < 0 && may_try(state, cls, a);
-      });
-      if (unmeasured && r.how == "learned") {
+      if (const Algorithm challenger = pick_challenger(state, cls); challenger != r.chosen) {
+        // While some algorithm was never measured, the incumbent's
+        // measurement is recent: time the newcomer straight away.
+        const bool unmeasured = r.seconds[index_of(challenger)] < 0;
         cls.recheck_stage = 1;
-        return plan_epoch(state, cls, learning);
+        if (unmeasured && r.how == "learned") return plan_epoch(state, cls, learning);
+        return start_measuring(r.chosen);
       }
-      cls.recheck_stage = 1;
-      return start_measuring(r.chosen);
     }
   }
   ++cls.steady_epochs;
@@ -161,10 +204,12 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
   state.steady_length = std::min(2 * state.steady_length, longest_epoch);
 }
 
-/// After a measuring epoch of `cls`: record it, and choose.
+/// After a measuring epoch of `cls`: record it, charge what it cost beyond
+/// the best known time to the learning budget, and choose.
 void record(ClassState& cls, double seconds_per_call) {
   auto& r = cls.report;
-  r.seconds[index_of(cls.timing)] = seconds_per_call;
+  const std::size_t timed = index_of(cls.timing);
+  r.seconds[timed] = seconds_per_call;
   Algorithm best = r.chosen;
   double best_time = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < r.seconds.size(); ++i)
@@ -172,17 +217,21 @@ void record(ClassState& cls, double seconds_per_call) {
       best_time = r.seconds[i];
       best = concrete_algorithms[i];
     }
+  cls.spent += (seconds_per_call - best_time) * static_cast<double>(measuring_epoch);
+  if (cls.timing != best) {
+    // Lost: not re-timed for a while, longer after each loss.
+    cls.backoff[timed] = std::clamp(2 * cls.backoff[timed], first_backoff, last_backoff);
+    cls.retry_at[timed] = r.calls + cls.backoff[timed];
+  } else {
+    cls.backoff[timed] = 0;
+  }
   std::size_t measured = 0;
   for (Algorithm a : cls.ranked) measured += known(cls, a) ? 1 : 0;
   if (measured < explored_first) return;
   if (cls.recheck_stage == 2) {
-    // Back off only once every algorithm has been measured and the incumbent held.
-    const bool all_measured =
-        std::all_of(r.seconds.begin(), r.seconds.end(), [](double seconds) { return seconds >= 0; });
+    // Back off while the incumbent holds; recheck soon after a change.
     cls.recheck_stage = 0;
-    cls.recheck_after = !all_measured                ? 2
-                        : best == r.chosen           ? std::min(2 * cls.recheck_after, last_recheck)
-                                                     : first_recheck;
+    cls.recheck_after = best == r.chosen ? std::min(2 * cls.recheck_after, last_recheck) : first_recheck;
   }
   if (cls.recheck_stage == 0) {
     r.chosen = best;
@@ -237,6 +286,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
       return model.predict(a, pattern) < model.predict(b, pattern);
     });
     cls.ranked = order;
+    for (Algorithm a : concrete_algorithms) cls.predicted[index_of(a)] = model.predict(a, pattern);
     cls.report.chosen = order[0];
     if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class); loaded && learning) {
       // Measured by an earlier run: start from it, and recheck with back-off.
