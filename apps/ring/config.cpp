@@ -103,7 +103,13 @@ Derived validate(const Config& config, const Comm& comm) {
   if (config.checkpoint_every % config.rebalance_every != 0)
     reject(fmt::format("--checkpoint-every {}: must be a multiple of --rebalance-every {} (a restart rebalances first)",
                        config.checkpoint_every, config.rebalance_every));
-  (void)let_mode_from_string(config.let);  // throws naming the valid modes
+  try {
+    (void)let_mode_from_string(config.let);
+  } catch (const Error& error) {  // its message names the valid modes, after the library's prefix
+    const std::string_view what = error.what();
+    const auto name = what.find("unknown LET mode");
+    reject(fmt::format("--let {}: {}", config.let, name == std::string_view::npos ? what : what.substr(name)));
+  }
   d.legacy = parse_legacy(config.legacy);
   if (config.compare_legacy && (d.legacy.any() || !config.restart.empty()))
     reject("--compare-legacy: runs every legacy combination itself; leave --legacy and --restart unset");

@@ -4,6 +4,7 @@
 #include "capi.hpp"
 
 #include <array>
+#include <type_traits>
 
 using domex::capi::guarded;
 using domex::capi::need;
@@ -22,6 +23,40 @@ void exchange_views(domex::HaloPlan& plan, std::span<const domex::HaloPlan::Fiel
     throw;
   }
   plan.finish();
+}
+
+/// Both exchange entry points: `fields[f]` of element_sizes[f] bytes each, or
+/// of sizeof(T) where element_sizes is null (the typed entry point). Invalid
+/// arguments on this rank go through the plan's own error path, so that the
+/// neighbours learn of them (see exchange_views).
+template <class T>
+int exchange_fields(const char* call, domex_halo* halo, int field_count, T* const* fields,
+                    const size_t* element_sizes) {
+  constexpr bool typed = !std::is_void_v<T>;
+  return guarded(call, [&] {
+    auto& h = need(halo, call, "halo");
+    const std::size_t cells = h.plan.cells();
+    thread_local std::vector<domex::HaloPlan::FieldView> views;
+    views.clear();
+    std::string problem;
+    if (field_count < 1) problem = "field_count " + std::to_string(field_count) + " is below 1";
+    else if (fields == nullptr) problem = "fields is NULL";
+    else if (!typed && element_sizes == nullptr) problem = "element_sizes is NULL";
+    if (!problem.empty()) {
+      views.push_back({nullptr, 1, 0});  // the plan's own error path tells the neighbours
+    } else {
+      for (int f = 0; f < field_count; ++f) {
+        std::size_t size = 0;
+        if constexpr (typed) size = sizeof(T);
+        else size = element_sizes[f];
+        const bool bad = fields[f] == nullptr || size == 0;
+        if (bad && problem.empty())
+          problem = "field " + std::to_string(f) + (fields[f] == nullptr ? " is NULL" : " has element size 0");
+        views.push_back({reinterpret_cast<std::byte*>(fields[f]), bad ? 1 : size, bad ? 0 : cells});
+      }
+    }
+    exchange_views(h.plan, views, problem);
+  });
 }
 
 template <class T, class Get>
@@ -99,50 +134,11 @@ int domex_halo_neighbour(const domex_halo* halo, const int direction[3], int* ra
 }
 
 int domex_halo_exchange(domex_halo* halo, int field_count, void* const* fields, const size_t* element_sizes) {
-  constexpr const char* call = "domex_halo_exchange";
-  return guarded(call, [&] {
-    auto& h = need(halo, call, "halo");
-    const std::size_t cells = h.plan.cells();
-    thread_local std::vector<domex::HaloPlan::FieldView> views;
-    views.clear();
-    std::string problem;
-    if (field_count < 1) problem = "field_count " + std::to_string(field_count) + " is below 1";
-    else if (fields == nullptr) problem = "fields is NULL";
-    else if (element_sizes == nullptr) problem = "element_sizes is NULL";
-    if (!problem.empty()) {
-      views.push_back({nullptr, 1, 0});  // the plan's own error path tells the neighbours
-    } else {
-      for (int f = 0; f < field_count; ++f) {
-        const bool bad = fields[f] == nullptr || element_sizes[f] == 0;
-        if (bad && problem.empty())
-          problem = "field " + std::to_string(f) + (fields[f] == nullptr ? " is NULL" : " has element size 0");
-        views.push_back({static_cast<std::byte*>(fields[f]), bad ? 1 : element_sizes[f], bad ? 0 : cells});
-      }
-    }
-    exchange_views(h.plan, views, problem);
-  });
+  return exchange_fields("domex_halo_exchange", halo, field_count, fields, element_sizes);
 }
 
 int domex_halo_exchange_doubles(domex_halo* halo, int field_count, double* const* fields) {
-  constexpr const char* call = "domex_halo_exchange_doubles";
-  return guarded(call, [&] {
-    auto& h = need(halo, call, "halo");
-    const std::size_t cells = h.plan.cells();
-    thread_local std::vector<domex::HaloPlan::FieldView> views;
-    views.clear();
-    std::string problem;
-    if (field_count < 1) problem = "field_count " + std::to_string(field_count) + " is below 1";
-    else if (fields == nullptr) problem = "fields is NULL";
-    if (!problem.empty()) {
-      views.push_back({nullptr, sizeof(double), 0});
-    } else {
-      for (int f = 0; f < field_count; ++f) {
-        if (fields[f] == nullptr && problem.empty()) problem = "field " + std::to_string(f) + " is NULL";
-        views.push_back({reinterpret_cast<std::byte*>(fields[f]), sizeof(double), fields[f] ? cells : 0});
-      }
-    }
-    exchange_views(h.plan, views, problem);
-  });
+  return exchange_fields("domex_halo_exchange_doubles", halo, field_count, fields, nullptr);
 }
 
 }  // extern "C"

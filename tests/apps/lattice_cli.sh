@@ -9,13 +9,10 @@
 # (compared by H5_DIFF), or a build without HDF5 refuses it with exit 2.
 # Usage: lattice_cli.sh DOMEX_LATTICE MPIEXEC "PREFLAGS" [PYTHON] [H5_DIFF]
 set -euo pipefail
-lattice=$1 mpiexec=$2 preflags=$3 python=${4:-} h5diff=${5:-}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "lattice_cli: $*" >&2; exit 1; }
-# shellcheck disable=SC2086
-run() { local np=$1; shift; "$mpiexec" -n "$np" $preflags "$lattice" "$@"; }
+app=$1 mpiexec=$2 preflags=$3 python=${4:-} h5diff=${5:-}
+cli_name=lattice_cli
+# shellcheck source=tests/apps/cli_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
 
 common=(--local 4 4 4 4 --exchanges 50 --bins 5 --tolerance 1e-9)
 run 2 "${common[@]}" --dims 1 1 1 2 --path contiguous --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
@@ -35,16 +32,6 @@ run 1 --config "$work/one.ini" --output "" > "$work/one.txt" 2> /dev/null || fai
 it1=$(grep "CG iterations" "$work/one.txt" | awk '{print $3}') it2=$(grep "CG iterations" "$work/two.txt" | awk '{print $3}')
 [[ -n "$it1" && "$it1" == "$it2" ]] || fail "iterations differ: 1 rank $it1, 2 ranks $it2"
 
-# expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
-expect_bad() {
-  local name=$1 needle=$2; shift 2
-  local status=0
-  run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
-  [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
-  grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
-  ! grep -q "domex: rank" "$work/bad.err" || fail "$name: doubled prefix: $(cat "$work/bad.err")"
-  [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
-}
 expect_bad "kappa" "--kappa 0.3" --kappa 0.3 --output "$work/bad"
 grep -q -- "^domex-lattice: --kappa 0.3: " "$work/bad.err" || fail "kappa: not 'domex-lattice: --kappa 0.3: ...'"
 expect_bad "path" "--path copyless" --path copyless --output "$work/bad"

@@ -9,13 +9,10 @@
 # tools/plot_mhd.py reads the last snapshot (when a python with matplotlib is given).
 # Usage: mhd_cli.sh DOMEX_MHD MPIEXEC "PREFLAGS" [PYTHON]
 set -euo pipefail
-mhd=$1 mpiexec=$2 preflags=$3 python=${4:-}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "mhd_cli: $*" >&2; exit 1; }
-# shellcheck disable=SC2086
-run() { local np=$1; shift; "$mpiexec" -n "$np" $preflags "$mhd" "$@"; }
+app=$1 mpiexec=$2 preflags=$3 python=${4:-}
+cli_name=mhd_cli
+# shellcheck source=tests/apps/cli_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
 
 common=(--cells 12 10 8 --x-min -6 --x-max 6 --half-width 5 --dipole 20 --r-inner 2.5 --steps 6 --depth 2 --image-every 3 --snapshot-every 6 --verify)
 run 2 "${common[@]}" --output "$work/two" > "$work/two.txt" 2> "$work/two.err" || fail "2-rank run failed: $(cat "$work/two.err")"
@@ -41,16 +38,6 @@ status=0
 run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "bad --problem: exit status $status, expected 2"
 [[ ! -e "$work/bad" ]] || fail "bad --problem: the output folder was created"
-# expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
-expect_bad() {
-  local name=$1 needle=$2; shift 2
-  local status=0
-  run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
-  [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
-  grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
-  ! grep -q "domex: rank" "$work/bad.err" || fail "$name: doubled prefix: $(cat "$work/bad.err")"
-  [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
-}
 # A grid far beyond memory is refused before anything is allocated.
 expect_bad "huge grid" "--cells 100000 100000 100000" --cells 100000 100000 100000 --output "$work/bad"
 # An unknown key in the INI file (a typo) is an error, not a silent default.

@@ -10,13 +10,10 @@
 # refuses it with exit 2.
 # Usage: ring_cli.sh DOMEX_RING MPIEXEC "PREFLAGS" [PYTHON] [RING_H5_CHECK]
 set -euo pipefail
-ring=$1 mpiexec=$2 preflags=$3 python=${4:-} h5check=${5:-}
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "ring_cli: $*" >&2; exit 1; }
-# shellcheck disable=SC2086
-run() { local np=$1; shift; "$mpiexec" -n "$np" $preflags "$ring" "$@"; }
+app=$1 mpiexec=$2 preflags=$3 python=${4:-} h5check=${5:-}
+cli_name=ring_cli
+# shellcheck source=tests/apps/cli_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
 
 common=(--particles 3000 --threads 1 --dispersion 5e-3 --verify)
 run 2 "${common[@]}" --steps 16 --snapshot-every 8 --image-every 16 --checkpoint-every 8 --output "$work/run" \
@@ -73,15 +70,6 @@ else
   fi
 fi
 
-# expect_bad NAME NEEDLE ARGS...: exit 2, the message names NEEDLE, no output folder.
-expect_bad() {
-  local name=$1 needle=$2; shift 2
-  local status=0
-  run 2 "$@" > /dev/null 2> "$work/bad.err" || status=$?
-  [[ $status -eq 2 ]] || fail "$name: exit status $status, expected 2: $(cat "$work/bad.err")"
-  grep -q -- "$needle" "$work/bad.err" || fail "$name: message does not name '$needle': $(cat "$work/bad.err")"
-  [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
-}
 expect_bad "negative dt" "--dt -1" --dt -1 --output "$work/bad"
 expect_bad "unknown legacy" "fastest" --legacy merge-sort,fastest --output "$work/bad"
 expect_bad "snapshot format" "--snapshot-format vtu" --snapshot-format vtu --output "$work/bad"
