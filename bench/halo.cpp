@@ -80,7 +80,7 @@ struct Row {
   int depth;
   std::size_t exchanged;
   int work;
-  std::size_t messages, bytes;  // per exchange, this rank (all ranks alike: periodic)
+  std::size_t messages, bytes;  // per exchange, this rank (all ranks alike: periodic); MPI messages
   double step_s, compute_s, halo_s;  // per step: median wall time, max over ranks of compute / halo
   double exchange_s;                 // one exchange alone (back-to-back, no computation between)
 };
@@ -183,7 +183,7 @@ Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, 
     halo += comm.allreduce(local_halo, MPI_MAX) / options.steps / options.repeats;
   }
   const std::size_t bytes_per_cell = exchanged * sizeof(double);
-  return {experiment, variant_name, depth, exchanged, work, plan.messages_per_exchange(exchanged),
+  return {experiment, variant_name, depth, exchanged, work, plan.mpi_messages_per_exchange(exchanged),
           plan.bytes_per_exchange(bytes_per_cell), summarize(step_times).median, compute, halo,
           summarize(exchange_times).median};
 }
@@ -299,7 +299,8 @@ void run_halo(const HaloBenchOptions& options) {
                 r.variant.c_str(), r.depth, r.exchanged, r.work, r.messages, r.bytes, 1e3 * r.exchange_s,
                 r.exchange_s / bound(r), 1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.halo_s,
                 100 * r.compute_s / (r.compute_s + r.halo_s));
-  std::printf("(exch: one exchange alone, median of %d x 10 back-to-back; x bound: exch / (3 x bytes at memcpy speed\n"
+  std::printf("(msgs: MPI messages per exchange: the plan sends one per distinct neighbour rank, none to itself;\n"
+              " exch: one exchange alone, median of %d x 10 back-to-back; x bound: exch / (3 x bytes at memcpy speed\n"
               " %.1f GB/s, measured here in cache: pack, one MPI copy, unpack); step: wall time per step; compute,\n"
               " halo: per step, max over ranks; halo includes waiting for slower ranks)\n",
               options.repeats, 1e-9 * memcpy_bytes_per_s);

@@ -254,7 +254,18 @@ struct HaloPlan::State {
   /// neighbour is this rank (periodic axes with one rank): copied within each
   /// field, no buffer and no message.
   std::vector<std::vector<std::pair<const Transfer*, const Transfer*>>> self_copies;
-  int self = -1;  ///< plan: this rank, whose transfers are copies; -1 for the baselines (messages to self)
+  /// plan: per round, one message each way per distinct neighbour rank
+  /// carrying all its transfers (a rank that is the neighbour in several
+  /// directions, as on small or periodic grids, gets one message, not up
+  /// to 26). Both sides order them by tag: the sender's send tags are the
+  /// receiver's receive tags, so the layouts agree.
+  struct Peer {
+    int rank = -1;
+    std::vector<const Transfer*> sends, receives;  ///< by send tag, by receive tag
+    std::size_t send_offset = 0, recv_offset = 0;  ///< bytes into the round's buffers
+    std::size_t send_bytes = 0, recv_bytes = 0;    ///< of the current fields
+  };
+  std::vector<std::vector<Peer>> peers;
   std::vector<Comm> graphs;  ///< neighbor_alltoallv: one graph communicator per round
   /// Per round: the buffers and persistent requests of the current fields.
   struct Buffers {
@@ -274,9 +285,6 @@ struct HaloPlan::State {
   std::vector<MPI_Request> empty_sends;
   std::vector<MPI_Status> statuses;
   std::vector<int> completed;
-
-  /// A transfer that is a message (a neighbour, not this rank on the plan's path).
-  [[nodiscard]] bool messaged(const Transfer& t) const noexcept { return t.rank >= 0 && t.rank != self; }
 
   void free_requests() noexcept {
     for (auto& round : buffers)
@@ -305,13 +313,30 @@ HaloPlan::HaloPlan(const CartesianGrid& grid, HaloOptions options)
   state_->rounds = build_rounds(grid, options.depth, options.stencil);
   state_->buffers.resize(state_->rounds.size());
   if (options.method == HaloMethod::plan) {
-    state_->self = grid.comm().rank();
+    const int self = grid.comm().rank();
     for (const Round& round : state_->rounds) {
       auto& copies = state_->self_copies.emplace_back();
-      for (const Transfer& t : round.transfers)
-        if (t.rank == state_->self)
+      auto& peers = state_->peers.emplace_back();
+      for (const Transfer& t : round.transfers) {
+        if (t.rank == self) {
           for (const Transfer& o : round.transfers)
             if (o.recv_tag() == t.send_tag()) copies.emplace_back(&t, &o);
+        } else if (t.rank >= 0) {
+          auto peer = std::find_if(peers.begin(), peers.end(), [&](const State::Peer& p) { return p.rank == t.rank; });
+          if (peer == peers.end()) {
+            peer = peers.insert(peers.end(), State::Peer{});
+            peer->rank = t.rank;
+          }
+          peer->sends.push_back(&t);
+          peer->receives.push_back(&t);
+        }
+      }
+      for (auto& peer : peers) {
+        std::sort(peer.sends.begin(), peer.sends.end(),
+                  [](const Transfer* x, const Transfer* y) { return x->send_tag() < y->send_tag(); });
+        std::sort(peer.receives.begin(), peer.receives.end(),
+                  [](const Transfer* x, const Transfer* y) { return x->recv_tag() < y->recv_tag(); });
+      }
     }
   }
 
@@ -351,6 +376,13 @@ std::size_t HaloPlan::messages_per_exchange(std::size_t fields) const noexcept {
   return options_.method == HaloMethod::naive ? messages * fields : messages;
 }
 
+std::size_t HaloPlan::mpi_messages_per_exchange(std::size_t fields) const noexcept {
+  if (options_.method != HaloMethod::plan) return messages_per_exchange(fields);
+  std::size_t messages = 0;
+  for (const auto& peers : state_->peers) messages += peers.size();
+  return messages;
+}
+
 std::size_t HaloPlan::bytes_per_exchange(std::size_t bytes_per_cell) const noexcept {
   std::size_t cells = 0;
   for (const Round& round : state_->rounds)
@@ -369,11 +401,12 @@ std::size_t HaloPlan::neighbour_ranks() const noexcept {
 
 namespace {
 
-/// Lays out the round's buffers for fields of `bytes_per_cell` bytes per cell.
-void lay_out(Round& round, int self, std::size_t bytes_per_cell, std::size_t& send_bytes, std::size_t& recv_bytes) {
+/// Lays out the round's buffers for fields of `bytes_per_cell` bytes per
+/// cell: one block per transfer (the baselines).
+void lay_out(Round& round, std::size_t bytes_per_cell, std::size_t& send_bytes, std::size_t& recv_bytes) {
   send_bytes = recv_bytes = 0;
   for (Transfer& t : round.transfers) {
-    if (t.rank < 0 || t.rank == self) continue;
+    if (t.rank < 0) continue;
     t.send_offset = send_bytes;
     t.recv_offset = recv_bytes;
     send_bytes += t.send.cells() * bytes_per_cell;
@@ -420,27 +453,38 @@ void HaloPlan::begin_views(std::span<const FieldView> fields) {
     s.free_requests();
     for (std::size_t r = 0; r < s.rounds.size(); ++r) {
       auto& buffers = s.buffers[r];
+      buffers.requests.clear();
       std::size_t send_bytes = 0, recv_bytes = 0;
-      lay_out(s.rounds[r], s.self, bytes_per_cell, send_bytes, recv_bytes);
+      if (options_.method != HaloMethod::plan) {
+        lay_out(s.rounds[r], bytes_per_cell, send_bytes, recv_bytes);
+        buffers.send.assign(send_bytes, std::byte{});
+        buffers.recv.assign(recv_bytes, std::byte{});
+        continue;
+      }
+      // One message per peer: receives first, then sends (tag: the round).
+      for (auto& peer : s.peers[r]) {
+        peer.send_offset = send_bytes;
+        peer.recv_offset = recv_bytes;
+        peer.send_bytes = peer.recv_bytes = 0;
+        for (const Transfer* t : peer.sends) peer.send_bytes += t->send.cells() * bytes_per_cell;
+        for (const Transfer* t : peer.receives) peer.recv_bytes += t->recv.cells() * bytes_per_cell;
+        send_bytes += peer.send_bytes;
+        recv_bytes += peer.recv_bytes;
+      }
       buffers.send.assign(send_bytes, std::byte{});
       buffers.recv.assign(recv_bytes, std::byte{});
-      buffers.requests.clear();
-      if (options_.method != HaloMethod::plan) continue;
-      for (const Transfer& t : s.rounds[r].transfers) {
-        if (!s.messaged(t)) continue;
+      const int tag = static_cast<int>(r);
+      for (const auto& peer : s.peers[r]) {
         MPI_Request request = MPI_REQUEST_NULL;
-        check_mpi(MPI_Recv_init(buffers.recv.data() + t.recv_offset,
-                                checked_int(t.recv.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
-                                t.recv_tag(), s.comm.get(), &request),
+        check_mpi(MPI_Recv_init(buffers.recv.data() + peer.recv_offset, checked_int(peer.recv_bytes, "a message"),
+                                MPI_BYTE, peer.rank, tag, s.comm.get(), &request),
                   "MPI_Recv_init");
         buffers.requests.push_back(request);
       }
-      for (const Transfer& t : s.rounds[r].transfers) {
-        if (!s.messaged(t)) continue;
+      for (const auto& peer : s.peers[r]) {
         MPI_Request request = MPI_REQUEST_NULL;
-        check_mpi(MPI_Send_init(buffers.send.data() + t.send_offset,
-                                checked_int(t.send.cells() * bytes_per_cell, "a message"), MPI_BYTE, t.rank,
-                                t.send_tag(), s.comm.get(), &request),
+        check_mpi(MPI_Send_init(buffers.send.data() + peer.send_offset, checked_int(peer.send_bytes, "a message"),
+                                MPI_BYTE, peer.rank, tag, s.comm.get(), &request),
                   "MPI_Send_init");
         buffers.requests.push_back(request);
       }
@@ -480,27 +524,26 @@ void HaloPlan::start_round(std::size_t r) {
     return;
   }
   if (options_.method == HaloMethod::plan) {
-    // Receives first, then each send as soon as it is packed, then the
-    // copies to this rank itself while the messages travel.
-    std::size_t receives = 0;
-    for (const Transfer& t : round.transfers) receives += s.messaged(t) ? 1 : 0;
-    if (receives) check_mpi(MPI_Startall(static_cast<int>(receives), buffers.requests.data()), "MPI_Startall");
+    // Receives first, then each peer's message sent as soon as it is packed,
+    // then the copies to this rank itself while the messages travel.
+    const auto& peers = s.peers[r];
+    const int tag = static_cast<int>(r);
+    if (!peers.empty())
+      check_mpi(MPI_Startall(static_cast<int>(peers.size()), buffers.requests.data()), "MPI_Startall");
     if (s.poisoned_by >= 0) {
       // Empty messages instead of the sends; ghosts (own copies too) unchanged.
-      for (const Transfer& t : round.transfers) {
-        if (!s.messaged(t)) continue;
+      for (const auto& peer : peers) {
         MPI_Request request;
-        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
+        check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer.rank, tag, s.comm.get(), &request), "MPI_Isend");
         s.empty_sends.push_back(request);
       }
       return;
     }
-    std::size_t send = receives;
-    for (const Transfer& t : round.transfers) {
-      if (!s.messaged(t)) continue;
-      std::byte* packed = buffers.send.data() + t.send_offset;
-      for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t.send, packed);
-      check_mpi(MPI_Start(&buffers.requests[send++]), "MPI_Start");
+    for (std::size_t p = 0; p < peers.size(); ++p) {
+      std::byte* packed = buffers.send.data() + peers[p].send_offset;
+      for (const Transfer* t : peers[p].sends)
+        for (const FieldView& field : s.fields) packed = copy_region<true>(*this, field, t->send, packed);
+      check_mpi(MPI_Start(&buffers.requests[peers.size() + p]), "MPI_Start");
     }
     for (const auto& [from, to] : s.self_copies[r])
       for (const FieldView& field : s.fields) copy_within(*this, field, from->send, to->recv);
@@ -547,12 +590,10 @@ void HaloPlan::complete_round(std::size_t r) {
     // Each message unpacked as it arrives. One shorter than the ghosts it
     // carries is a neighbour's news that its input was invalid (see
     // send_empty_exchange()): from then on nothing more is unpacked.
-    std::vector<const Transfer*> sources;
-    for (const Transfer& t : round.transfers)
-      if (s.messaged(t)) sources.push_back(&t);
-    const int receives = static_cast<int>(sources.size());
-    s.statuses.resize(sources.size());
-    s.completed.resize(sources.size());
+    const auto& peers = s.peers[r];
+    const int receives = static_cast<int>(peers.size());
+    s.statuses.resize(peers.size());
+    s.completed.resize(peers.size());
     for (int left = receives; left > 0;) {
       int done = 0;
       check_mpi(MPI_Waitsome(receives, buffers.requests.data(), &done, s.completed.data(), s.statuses.data()),
@@ -560,19 +601,18 @@ void HaloPlan::complete_round(std::size_t r) {
       if (done == MPI_UNDEFINED) break;
       left -= done;
       for (int i = 0; i < done; ++i) {
-        const Transfer& t = *sources[static_cast<std::size_t>(s.completed[static_cast<std::size_t>(i)])];
+        const auto& peer = peers[static_cast<std::size_t>(s.completed[static_cast<std::size_t>(i)])];
         int count = 0;
         check_mpi(MPI_Get_count(&s.statuses[static_cast<std::size_t>(i)], MPI_BYTE, &count), "MPI_Get_count");
-        if (static_cast<std::size_t>(count) != t.recv.cells() * s.bytes_per_cell && s.poisoned_by < 0)
-          s.poisoned_by = t.rank;
+        if (static_cast<std::size_t>(count) != peer.recv_bytes && s.poisoned_by < 0) s.poisoned_by = peer.rank;
         if (s.poisoned_by >= 0) continue;
-        std::byte* packed = buffers.recv.data() + t.recv_offset;
-        for (const FieldView& field : s.fields) packed = copy_region<false>(*this, field, t.recv, packed);
+        std::byte* packed = buffers.recv.data() + peer.recv_offset;
+        for (const Transfer* t : peer.receives)
+          for (const FieldView& field : s.fields) packed = copy_region<false>(*this, field, t->recv, packed);
       }
     }
-    const auto sends = static_cast<int>(buffers.requests.size()) - receives;
-    if (sends > 0)  // not started (inactive) where this round sent empty messages instead
-      check_mpi(MPI_Waitall(sends, buffers.requests.data() + receives, MPI_STATUSES_IGNORE), "MPI_Waitall");
+    if (receives > 0)  // not started (inactive) where this round sent empty messages instead
+      check_mpi(MPI_Waitall(receives, buffers.requests.data() + receives, MPI_STATUSES_IGNORE), "MPI_Waitall");
     wait_empty_sends();
     return;
   }
@@ -614,21 +654,20 @@ void HaloPlan::send_empty_exchange() {
   // so that nothing is left unmatched on the plan's communicator.
   State& s = *state_;
   std::vector<std::byte> dropped;
-  for (const Round& round : s.rounds) {
-    for (const Transfer& t : round.transfers) {
-      if (!s.messaged(t)) continue;
+  for (std::size_t r = 0; r < s.peers.size(); ++r) {
+    const int tag = static_cast<int>(r);
+    for (const auto& peer : s.peers[r]) {
       MPI_Request request;
-      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, t.rank, t.send_tag(), s.comm.get(), &request), "MPI_Isend");
+      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer.rank, tag, s.comm.get(), &request), "MPI_Isend");
       s.empty_sends.push_back(request);
     }
-    for (const Transfer& t : round.transfers) {
-      if (!s.messaged(t)) continue;
+    for (const auto& peer : s.peers[r]) {
       MPI_Status status;
-      check_mpi(MPI_Probe(t.rank, t.recv_tag(), s.comm.get(), &status), "MPI_Probe");
+      check_mpi(MPI_Probe(peer.rank, tag, s.comm.get(), &status), "MPI_Probe");
       int count = 0;
       check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
       dropped.resize(static_cast<std::size_t>(count));
-      check_mpi(MPI_Recv(dropped.data(), count, MPI_BYTE, t.rank, t.recv_tag(), s.comm.get(), MPI_STATUS_IGNORE),
+      check_mpi(MPI_Recv(dropped.data(), count, MPI_BYTE, peer.rank, tag, s.comm.get(), MPI_STATUS_IGNORE),
                 "MPI_Recv");
     }
     wait_empty_sends();

@@ -208,6 +208,12 @@ TEST(HaloPlan, OneMessagePerNeighbourWhateverTheNumberOfFields) {
     EXPECT_EQ(full.messages_per_exchange(8), 26u);  // not 8 * 26 = 208
     EXPECT_EQ(faces.messages_per_exchange(8), 6u);
     EXPECT_EQ(naive.messages_per_exchange(8), 208u);
+    // MPI messages: one per distinct other rank (one round), none to itself
+    // (a neighbour on every periodic axis with one rank).
+    const auto& dims = grid.dims();
+    const bool self_neighbour = dims[0] == 1 || dims[1] == 1 || dims[2] == 1;
+    EXPECT_EQ(full.mpi_messages_per_exchange(8), full.neighbour_ranks() - (self_neighbour ? 1u : 0u));
+    EXPECT_EQ(naive.mpi_messages_per_exchange(8), 208u);
     // Bytes: the shell of `depth` layers around the owned box, per field.
     const std::size_t d = static_cast<std::size_t>(depth);
     const std::size_t shell = (n[0] + 2 * d) * (n[1] + 2 * d) * (n[2] + 2 * d) - n[0] * n[1] * n[2];

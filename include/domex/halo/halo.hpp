@@ -130,9 +130,15 @@ class HaloPlan {
   /// Throws domex::Error if a neighbour's begin() failed (see begin()).
   void finish();
 
-  /// Messages this rank sends per exchange of `fields` fields (naive: one
-  /// per field per direction), self-messages included.
+  /// Transfers this rank makes per exchange of `fields` fields: one per
+  /// neighbour direction (26 with Stencil::full, 6 with faces; naive: one per
+  /// field per direction), those to this rank itself included.
   [[nodiscard]] std::size_t messages_per_exchange(std::size_t fields = 1) const noexcept;
+  /// MPI messages this rank sends per exchange: with HaloMethod::plan one
+  /// per distinct neighbour rank and round (the transfers to one rank travel
+  /// together; those to this rank itself are copies, no message); the
+  /// baselines send one per transfer (messages_per_exchange()).
+  [[nodiscard]] std::size_t mpi_messages_per_exchange(std::size_t fields = 1) const noexcept;
   /// Bytes this rank sends per exchange for fields totalling `bytes_per_cell`.
   [[nodiscard]] std::size_t bytes_per_exchange(std::size_t bytes_per_cell) const noexcept;
   /// Distinct ranks this rank sends to per exchange (itself included).
