@@ -82,8 +82,8 @@ struct AutomaticState {
   bool measuring = false;
   bool learned = false;
   std::uint64_t timed_calls = 0;
+  std::array<double, measuring_epoch> timed{};  // this rank's time of each timed call of the epoch
   std::uint64_t skip = 0;  // untimed calls left at the start of a measuring epoch
-  double timed_seconds = 0;
   std::size_t current = SIZE_MAX;  // class of the epoch now running
   std::string model_source;
   std::vector<ClassState> classes;
@@ -98,6 +98,16 @@ bool timed_call(AutomaticState& state) noexcept {
     return false;
   }
   return true;
+}
+
+/// The median of this rank's timed calls of the epoch (0 if none).
+double median_time(AutomaticState& state) {
+  const auto n = static_cast<std::ptrdiff_t>(state.timed_calls);
+  if (n == 0) return 0;
+  const auto begin = state.timed.begin(), middle = begin + n / 2;
+  std::nth_element(begin, middle, begin + n);
+  if (n % 2) return *middle;
+  return (*middle + *std::max_element(begin, middle)) / 2;
 }
 
 /// Measured here, or known from an earlier run.
@@ -164,7 +174,6 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
     state.calls_left = measuring_epoch;
     state.skip = 1;
     state.timed_calls = 0;
-    state.timed_seconds = 0;
   };
   state.measuring = false;
   if (learning) {
@@ -258,7 +267,9 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   const CostModel& model = options.cost_model ? *options.cost_model : shared;
   const bool learning = options.learning == Learning::on;
   const double fingerprint = model.fingerprint() + (learning ? 4503599627370496.0 : 0.0);  // + 2^52: exact
-  double values[5] = {0, 0, fingerprint, -fingerprint, state.measuring ? state.timed_seconds : 0};
+  // The epoch's time per call: this rank's median (one preempted call does
+  // not decide), then the slowest rank's.
+  double values[5] = {0, 0, fingerprint, -fingerprint, state.measuring ? median_time(state) : 0};
   for (std::size_t i = 0; i < send.ranks.size(); ++i) {
     if (send.ranks[i] == comm.rank()) continue;
     values[0] += 1;
@@ -299,7 +310,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   }
   // The epoch that ended belongs to its class only if the pattern stayed in it.
   if (state.measuring && now == state.current && state.timed_calls > 0)
-    record(state.classes[now], values[4] / static_cast<double>(state.timed_calls));
+    record(state.classes[now], values[4]);
   else if (state.measuring && state.current < state.classes.size())
     state.classes[state.current].recheck_stage = 0;  // interrupted: start the recheck again later
   if (now != state.current) state.steady_length = measuring_epoch;
@@ -318,8 +329,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
 
 void record_automatic_time(Comm& comm, double seconds) {
   auto& state = comm.cached<AutomaticState>();
-  state.timed_seconds += seconds * clock_skew;
-  ++state.timed_calls;
+  if (state.timed_calls < state.timed.size()) state.timed[state.timed_calls++] = seconds * clock_skew;
 }
 
 }  // namespace detail
