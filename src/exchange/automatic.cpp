@@ -35,16 +35,21 @@ constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs 
 /// time the class has run at its best known speed (their measured or
 /// predicted slowdown times the epoch, the RMA setup included), so a slow
 /// candidate is re-timed rarely and a hopeless one almost never.
-constexpr double learning_budget = 0.02;
+constexpr double learning_budget = 0.05;
 /// Every challenger epoch is charged at least this slowdown (a near-tie
 /// still costs the noise of switching).
 constexpr double least_slowdown = 0.05;
 /// A candidate that lost is not re-timed for this many calls of its class,
 /// doubling with each further loss.
 constexpr std::uint64_t first_backoff = 256, last_backoff = std::uint64_t{1} << 24;
-/// The one-time setup of the RMA algorithms (their windows on a Comm's first
-/// use: 0.2-5 ms measured here), charged to the budget before they are tried.
-constexpr double setup_seconds = 1e-3;
+/// The one-time setup of the RMA algorithms, their windows on a Comm's first
+/// use, as charged to the budget before they are tried (afterwards the
+/// measured warm-up call is): ~0.1 ms plus ~0.7 ns per window byte here
+/// (MPI_Win_allocate: 4-64 KiB 0.07-0.1 ms, 1 MiB 0.7 ms); rma_passive's
+/// window is about four times the bytes a rank sends (two parities, 2x room).
+double setup_seconds(Algorithm algorithm, double max_bytes) {
+  return 1e-4 + (algorithm == Algorithm::rma_passive ? 4 * max_bytes * 0.7e-9 : 0);
+}
 
 double clock_skew = 1.0;
 
@@ -65,6 +70,7 @@ struct ClassState {
   AutomaticClass report;
   std::array<Algorithm, concrete_algorithms.size()> ranked{};  // the model's order
   std::array<double, concrete_algorithms.size()> predicted{};  // the model's seconds per call
+  double max_bytes = 0;  // the busiest rank's bytes per call when the class was first seen
   std::uint64_t steady_epochs = 0;             // since the last (re)check
   std::uint64_t recheck_after = 2;  // steady epochs before the next recheck
   int recheck_stage = 0;                       // 1: timing the incumbent, 2: timing a challenger
@@ -83,22 +89,17 @@ struct AutomaticState {
   bool learned = false;
   std::uint64_t timed_calls = 0;
   std::array<double, measuring_epoch> timed{};  // this rank's time of each timed call of the epoch
-  std::uint64_t skip = 0;  // untimed calls left at the start of a measuring epoch
+  bool warming = false;    // the next timed call is the epoch's first (warm-up, setup included)
+  double warm_up = 0;      // its time: charged to the budget, not to the algorithm's time
   std::size_t current = SIZE_MAX;  // class of the epoch now running
   std::string model_source;
   std::vector<ClassState> classes;
   std::array<bool, concrete_algorithms.size()> set_up{};  // ran here before: no setup left
 };
 
-/// Whether this call of the epoch is timed (the first of a measuring epoch is not).
-bool timed_call(AutomaticState& state) noexcept {
-  if (!state.measuring) return false;
-  if (state.skip > 0) {
-    --state.skip;
-    return false;
-  }
-  return true;
-}
+/// Whether this call of the epoch is timed (every call of a measuring epoch;
+/// the first is the warm-up, see record_automatic_time()).
+bool timed_call(const AutomaticState& state) noexcept { return state.measuring; }
 
 /// The median of this rank's timed calls of the epoch (0 if none).
 double median_time(AutomaticState& state) {
@@ -130,7 +131,7 @@ double expected_cost(const AutomaticState& state, const ClassState& cls, Algorit
   const double own = cls.report.seconds[at] >= 0 ? cls.report.seconds[at] : cls.predicted[at] * best /
                                                                                std::max(cls.predicted[index_of(cls.report.chosen)], 1e-300);
   const double slowdown = std::max(own / std::max(best, 1e-300) - 1, least_slowdown);
-  const double setup = has_setup(algorithm) && !state.set_up[at] ? setup_seconds : 0;
+  const double setup = has_setup(algorithm) && !state.set_up[at] ? setup_seconds(algorithm, cls.max_bytes) : 0;
   return slowdown * best * static_cast<double>(measuring_epoch) + setup;
 }
 
@@ -172,7 +173,8 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
     state.chosen = algorithm;
     state.measuring = true;
     state.calls_left = measuring_epoch;
-    state.skip = 1;
+    state.warming = true;
+    state.warm_up = 0;
     state.timed_calls = 0;
   };
   state.measuring = false;
@@ -213,9 +215,10 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
   state.steady_length = std::min(2 * state.steady_length, longest_epoch);
 }
 
-/// After a measuring epoch of `cls`: record it, charge what it cost beyond
-/// the best known time to the learning budget, and choose.
-void record(ClassState& cls, double seconds_per_call) {
+/// After a measuring epoch of `cls` (the slowest rank's median call and
+/// warm-up call): record it, charge what it cost beyond the best known time
+/// to the learning budget, and choose.
+void record(ClassState& cls, double seconds_per_call, double warm_up) {
   auto& r = cls.report;
   const std::size_t timed = index_of(cls.timing);
   r.seconds[timed] = seconds_per_call;
@@ -226,7 +229,8 @@ void record(ClassState& cls, double seconds_per_call) {
       best_time = r.seconds[i];
       best = concrete_algorithms[i];
     }
-  cls.spent += (seconds_per_call - best_time) * static_cast<double>(measuring_epoch);
+  cls.spent += (seconds_per_call - best_time) * static_cast<double>(measuring_epoch - 1) +
+               std::max(warm_up - best_time, 0.0);  // the warm-up: a setup (RMA window) shows here
   if (cls.timing != best) {
     // Lost: not re-timed for a while, longer after each loss.
     cls.backoff[timed] = std::clamp(2 * cls.backoff[timed], first_backoff, last_backoff);
@@ -269,7 +273,8 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   const double fingerprint = model.fingerprint() + (learning ? 4503599627370496.0 : 0.0);  // + 2^52: exact
   // The epoch's time per call: this rank's median (one preempted call does
   // not decide), then the slowest rank's.
-  double values[5] = {0, 0, fingerprint, -fingerprint, state.measuring ? median_time(state) : 0};
+  double values[6] = {0, 0, fingerprint, -fingerprint, state.measuring ? median_time(state) : 0,
+                      state.measuring ? state.warm_up : 0};
   for (std::size_t i = 0; i < send.ranks.size(); ++i) {
     if (send.ranks[i] == comm.rank()) continue;
     values[0] += 1;
@@ -298,6 +303,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
     });
     cls.ranked = order;
     for (Algorithm a : concrete_algorithms) cls.predicted[index_of(a)] = model.predict(a, pattern);
+    cls.max_bytes = values[1];
     cls.report.chosen = order[0];
     if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class); loaded && learning) {
       // Measured by an earlier run: start from it, and recheck with back-off.
@@ -310,7 +316,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   }
   // The epoch that ended belongs to its class only if the pattern stayed in it.
   if (state.measuring && now == state.current && state.timed_calls > 0)
-    record(state.classes[now], values[4]);
+    record(state.classes[now], values[4], values[5]);
   else if (state.measuring && state.current < state.classes.size())
     state.classes[state.current].recheck_stage = 0;  // interrupted: start the recheck again later
   if (now != state.current) state.steady_length = measuring_epoch;
@@ -329,7 +335,12 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
 
 void record_automatic_time(Comm& comm, double seconds) {
   auto& state = comm.cached<AutomaticState>();
-  if (state.timed_calls < state.timed.size()) state.timed[state.timed_calls++] = seconds * clock_skew;
+  if (state.warming) {
+    state.warm_up = seconds * clock_skew;
+    state.warming = false;
+  } else if (state.timed_calls < state.timed.size()) {
+    state.timed[state.timed_calls++] = seconds * clock_skew;
+  }
 }
 
 }  // namespace detail

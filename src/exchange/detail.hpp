@@ -65,7 +65,7 @@ std::optional<std::string> invalid(const SendView& send, int size);
 /// (nothing when `problem` is empty): checked before anything is sent.
 struct CheckedCall {
   std::size_t piece;   ///< bytes per MPI message (the default where the option was invalid)
-  std::size_t window;  ///< rma_passive data space per rank
+  std::size_t window;  ///< rma_passive data space per rank (0: sized by its first call)
   std::optional<std::string> problem;
   /// The send side to use: `send`, or an empty one where this rank's input is
   /// invalid (it then takes part with no messages and tells the others).

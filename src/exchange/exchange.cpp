@@ -19,7 +19,6 @@ namespace domex::detail {
 
 namespace {
 
-constexpr std::size_t default_rma_window = std::size_t{4} << 20;
 
 }  // namespace
 
@@ -283,14 +282,14 @@ std::vector<int>& int_scratch(std::size_t size) {
 }
 
 CheckedCall check_call(const Comm& comm, const SendView& send, const ExchangeOptions& options) {
-  CheckedCall checked{options.max_message_bytes ? options.max_message_bytes : default_piece,
-                      options.rma_window_bytes ? options.rma_window_bytes : default_rma_window, std::nullopt};
+  CheckedCall checked{options.max_message_bytes ? options.max_message_bytes : default_piece, options.rma_window_bytes,
+                      std::nullopt};
   if (checked.piece > static_cast<std::size_t>(INT_MAX)) {
     checked.problem = fmt::format("max_message_bytes {} exceeds INT_MAX", checked.piece);
     checked.piece = default_piece;
   } else if (checked.window > static_cast<std::size_t>(INT_MAX)) {
     checked.problem = fmt::format("rma_window_bytes {} exceeds INT_MAX", checked.window);
-    checked.window = default_rma_window;
+    checked.window = 0;
   } else {
     checked.problem = invalid(send, comm.size());
   }

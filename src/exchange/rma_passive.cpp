@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // rma_passive: one-sided passive target in the low-level style of ACP. Each
 // rank exposes, twice (the call parity), a mailbox: a 64-bit reservation
-// counter, P message descriptors and `rma_window_bytes` of data space. The
+// counter, P message descriptors and `rma_window_bytes` of data space (by
+// default sized to the first call's pattern, see create()). The
 // window stays under MPI_Win_lock_all for the Comm's lifetime.
 //
 // A sender reserves a descriptor slot and data space at each destination with
@@ -19,6 +20,7 @@
 #include "detail.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdint>
 #include <fmt/format.h>
@@ -50,7 +52,17 @@ struct PassiveWindow {
     }
   }
 
-  void create(const Comm& comm, std::size_t data_bytes) {
+  /// Collective (the first rma_passive call on a Comm). data_bytes 0: twice
+  /// the most bytes any rank sends in this call, as a power of two from
+  /// 4 KiB to 4 MiB (agreed with one allreduce: senders must know the
+  /// capacity), so a small pattern does not pay for a large window (creating
+  /// one costs ~0.1 ms at 64 KiB and ~1 ms at 1 MiB here).
+  void create(const Comm& comm, std::size_t data_bytes, std::size_t sending) {
+    if (data_bytes == 0) {
+      const auto most = comm.allreduce(static_cast<unsigned long long>(sending), MPI_MAX);
+      data_bytes = std::clamp<std::size_t>(std::bit_ceil(2 * static_cast<std::size_t>(most)), std::size_t{4} << 10,
+                                           std::size_t{4} << 20);
+    }
     if (data_bytes > static_cast<std::size_t>(INT_MAX))
       fail("exchange(rma_passive)", fmt::format("rma_window_bytes {} exceeds INT_MAX", data_bytes));
     capacity = (data_bytes + 7) / 8 * 8;
@@ -87,7 +99,11 @@ struct PassiveWindow {
 
 void run_rma_passive(Call& call) {
   auto& state = call.comm.cached<PassiveWindow>();
-  if (state.window == MPI_WIN_NULL) state.create(call.comm, call.rma_window_bytes);
+  if (state.window == MPI_WIN_NULL) {
+    std::size_t sending = 0;
+    for (std::size_t i = 0; i < call.send.ranks.size(); ++i) sending += call.to_self(i) ? 0 : call.bytes(i);
+    state.create(call.comm, call.rma_window_bytes, sending);
+  }
   const int parity = static_cast<int>(state.calls++ % 2);
   const int rank = call.comm.rank();
   const std::size_t count = call.send.ranks.size();

@@ -368,6 +368,22 @@ TEST(Exchange, RmaPassiveSendsWhatDoesNotFitItsWindowPointToPoint) {
   }
 }
 
+TEST(Exchange, RmaPassiveWindowSizedByTheFirstCallCarriesLargerLaterCalls) {
+  // Default window: sized to the first call's pattern (here a few bytes, so
+  // 4 KiB); later calls of 64 KiB per message do not fit and still arrive.
+  domex::Comm comm{MPI_COMM_WORLD};
+  for (std::size_t elements : {std::size_t{1}, std::size_t{8192}, std::size_t{3}, std::size_t{8192}}) {
+    const Pattern pattern = [elements](int rank, int size) {
+      std::vector<std::pair<int, std::size_t>> messages;
+      for (int d = 0; d < size; ++d) messages.emplace_back(d, elements + static_cast<std::size_t>((rank + d) % 3));
+      return messages;
+    };
+    const auto inbox =
+        domex::exchange(comm, outbox_of(pattern, comm.rank(), comm.size()), {.algorithm = Algorithm::rma_passive});
+    expect_inbox(inbox, pattern, comm.rank(), comm.size(), "rma_passive, default window");
+  }
+}
+
 TEST(Exchange, ByDestinationGroupsAndOrders) {
   const std::vector<int> destinations = {3, 0, 3, 1, 0, 3};
   const std::vector<int> items = {30, 0, 31, 10, 1, 32};

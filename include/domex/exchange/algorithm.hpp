@@ -51,7 +51,8 @@ struct ExchangeOptions {
   const CostModel* cost_model = nullptr;
   /// Bytes of receive space per rank in the rma_passive window (per call
   /// parity); messages that do not fit are sent point-to-point. 0 means
-  /// 4 MiB. Fixed by the first rma_passive call on a Comm.
+  /// twice the most bytes any rank sends in the first rma_passive call on
+  /// the Comm, as a power of two from 4 KiB to 4 MiB. Fixed by that call.
   std::size_t rma_window_bytes = 0;
   /// Algorithm::automatic: learn from measured calls (default) or not. Must
   /// be the same on every rank (checked).
