@@ -85,15 +85,6 @@ struct LetRef {
   std::uint32_t is_cell;
 };
 
-double distance2(const Box& box, const Point& p) noexcept {
-  double d2 = 0;
-  for (int a = 0; a < 3; ++a) {
-    const double d = std::max({box.lo[a] - p[a], p[a] - box.hi[a], 0.0});
-    d2 += d * d;
-  }
-  return d2;
-}
-
 bool overlaps(const Box& a, const Box& b) noexcept {
   for (int k = 0; k < 3; ++k)
     if (a.hi[k] < b.lo[k] || b.hi[k] < a.lo[k]) return false;
@@ -134,7 +125,7 @@ double box_distance2(const Box& a, const Box& b) noexcept {
 /// box comes within it of the targets is opened too, down to particles.
 bool well_separated(const Box& targets, const Box& source_box, const Point& centre, double size, double theta2,
                     double search2) noexcept {
-  return !overlaps(targets, source_box) && distance2(targets, centre) * theta2 > size * size &&
+  return !overlaps(targets, source_box) && squared_distance(targets, centre) * theta2 > size * size &&
          (search2 == 0 || box_distance2(targets, source_box) > search2);
 }
 
@@ -642,7 +633,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
     bool overlap = true;
     for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
     const double opening = node.opening;
-    bool far = !overlap && distance2(targets, node.centre) * theta_2 > opening * opening;
+    bool far = !overlap && squared_distance(targets, node.centre) * theta_2 > opening * opening;
     if (far && search_2 > 0) {
       double gap2 = 0;
       for (int a = 0; a < 3; ++a) {
@@ -864,83 +855,81 @@ void TreeForce::compute(std::span<const Point> positions, std::span<const double
   state_->compute(positions, masses, velocities, accelerations, kernel ? &kernel : nullptr, nullptr, profile);
 }
 
-void TreeForce::State::compute(std::span<const Point> positions, std::span<const double> masses,
-                               std::span<const Point> velocities, std::span<Point> accelerations,
-                               const UserKernel* user, const NearKernel* near, Profile& profile) {
-  State& s = *this;
-  const bool build = s.calls % static_cast<std::uint64_t>(s.options.reuse) == 0;
+// The caller's arrays are x, m, v and a here: positions, masses and
+// velocities are the members (in Morton order).
+void TreeForce::State::compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v,
+                               std::span<Point> a, const UserKernel* user, const NearKernel* near, Profile& profile) {
+  const bool build = calls % static_cast<std::uint64_t>(options.reuse) == 0;
   {
     // Every rank agrees on validity before any data moves.
     auto timer = profile.phase("other");
     std::string problem;
-    if (masses.size() != positions.size() || accelerations.size() != positions.size() ||
-        (!velocities.empty() && velocities.size() != positions.size()))
-      problem = "positions, masses, velocities and accelerations differ in length (" + std::to_string(positions.size()) +
-                ", " + std::to_string(masses.size()) + ", " + std::to_string(velocities.size()) + ", " +
-                std::to_string(accelerations.size()) + ")";
-    else if (positions.size() >= std::numeric_limits<std::int32_t>::max())
-      problem = std::to_string(positions.size()) + " particles on one rank, more than 2^31 - 1";
-    else if (!build && positions.size() != s.positions.size())
-      problem = "a call that re-uses the lists has " + std::to_string(positions.size()) +
-                " particles, the call that built them " + std::to_string(s.positions.size());
+    if (m.size() != x.size() || a.size() != x.size() || (!v.empty() && v.size() != x.size()))
+      problem = "positions, masses, velocities and accelerations differ in length (" + std::to_string(x.size()) +
+                ", " + std::to_string(m.size()) + ", " + std::to_string(v.size()) + ", " + std::to_string(a.size()) + ")";
+    else if (x.size() >= std::numeric_limits<std::int32_t>::max())
+      problem = std::to_string(x.size()) + " particles on one rank, more than 2^31 - 1";
+    else if (!build && x.size() != positions.size())
+      problem = "a call that re-uses the lists has " + std::to_string(x.size()) +
+                " particles, the call that built them " + std::to_string(positions.size());
     else
-      for (std::size_t i = 0; i < positions.size(); ++i)
-        if (!s.options.root.contains(positions[i])) {
-          const Point& p = positions[i];
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!options.root.contains(x[i])) {
+          const Point& p = x[i];
           problem = "particle " + std::to_string(i) + " at (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
                     ", " + std::to_string(p[2]) + ") outside the root box";
           break;
         }
-    const int anywhere = s.comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
+    const int anywhere = comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
     if (!problem.empty()) fail("TreeForce::compute", problem);
     if (anywhere) fail("TreeForce::compute", "invalid input on another rank");
   }
   const auto sync = [&] {
-    if (!s.options.barrier_phases) return;
+    if (!options.barrier_phases) return;
     auto timer = profile.phase("imbalance");
-    s.comm.barrier();
+    comm.barrier();
   };
-  s.stats = {};
-  s.stats.lists_built = build;
+  stats = {};
+  stats.lists_built = build;
   // A failure past this point leaves no half-built lists to re-use.
-  if (build) s.calls = 0;
+  if (build) calls = 0;
   try {
     sync();
     {
       auto timer = profile.phase("build tree");
-      s.build_local_tree(positions, masses, velocities, build);
+      build_local_tree(x, m, v, build);
     }
     sync();
     {
       auto timer = profile.phase("build LET");
-      s.build_let(build);
+      build_let(build);
     }
     sync();
     {
       auto timer = profile.phase("exchange LET");
-      s.exchange_let(build);
+      exchange_let(build);
     }
     {
       auto timer = profile.phase("build tree");
       const double start = MPI_Wtime();
-      s.build_global_tree(build);
-      s.stats.link_s += MPI_Wtime() - start;
+      build_global_tree(build);
+      stats.link_s += MPI_Wtime() - start;
     }
     sync();
-    s.forces(user, near, build, profile);
+    forces(user, near, build, profile);
     {
       auto timer = profile.phase("other");
-      for (std::size_t k = 0; k < s.perm.size(); ++k) accelerations[s.perm[k]] = s.sorted_acc[k];
-      s.stats.targets = positions.size();
-      s.stats.groups = s.groups.size();
+      for (std::size_t k = 0; k < perm.size(); ++k) a[perm[k]] = sorted_acc[k];
+      stats.targets = x.size();
+      stats.groups = groups.size();
     }
   } catch (...) {
-    s.calls = 0;
-    s.list_epj.clear();
-    s.list_spj.clear();
+    calls = 0;
+    list_epj.clear();
+    list_spj.clear();
     throw;
   }
-  ++s.calls;
+  ++calls;
 }
 
 }  // namespace domex

@@ -6,12 +6,25 @@
 #include <domex/decompose/box.hpp>
 #include <domex/tree/morton.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace domex {
+
+/// Squared distance from `p` to the nearest point of `box` (0 inside it):
+/// the tree's opening and search-radius tests use it, and so can a near
+/// kernel's pre-test of sources against its group's box.
+[[nodiscard]] inline double squared_distance(const Box& box, const Point& p) noexcept {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double d = std::max({box.lo[a] - p[a], p[a] - box.hi[a], 0.0});
+    d2 += d * d;
+  }
+  return d2;
+}
 
 /// Second moment about the centre of mass, S_ab = sum m d_a d_b, stored as
 /// xx, yy, zz, xy, xz, yz. Kept with its trace (not as the traceless Q =
