@@ -147,8 +147,10 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
       for (std::uint32_t i = cell.begin; i < cell.end; ++i) {
         const double extent = item_extents.empty() ? 0.0 : item_extents[i];
         bmax = std::max(bmax, distance(positions[i], m.centre) + extent);
-        for (int a = 0; a < 3; ++a)
-          box.lo[a] = std::min(box.lo[a], positions[i][a] - extent), box.hi[a] = std::max(box.hi[a], positions[i][a] + extent);
+        for (int a = 0; a < 3; ++a) {
+          box.lo[a] = std::min(box.lo[a], positions[i][a] - extent);
+          box.hi[a] = std::max(box.hi[a], positions[i][a] + extent);
+        }
       }
     } else {
       for (std::uint32_t k = 0; k < cell.child_count; ++k) {

@@ -123,8 +123,8 @@ TEST(Octree, BmaxBoundsEveryItemAndIsExactInLeaves) {
   for (bool with_extents : {false, true}) {
     domex::Octree tree;
     tree.build(set.keys, root, 8);
-    tree.compute_moments(set.positions, set.masses, {}, with_extents ? std::span<const double>(extents) : std::span<const double>(),
-                         false);
+    const std::span<const double> item_extents = with_extents ? std::span<const double>(extents) : std::span<const double>();
+    tree.compute_moments(set.positions, set.masses, {}, item_extents, false);
     for (const auto& cell : tree.cells()) {
       double farthest = 0;
       for (std::uint32_t k = cell.begin; k < cell.end; ++k) {

@@ -129,7 +129,8 @@ bool bitwise_equal(const std::vector<Point>& a, const std::vector<Point>& b) {
 
 /// Sum over ranks of the interactions over the sum of targets.
 double interactions_per_particle(const domex::Comm& comm, const domex::TreeStats& stats) {
-  const double interactions = comm.allreduce(static_cast<double>(stats.epj_interactions + stats.spj_interactions), MPI_SUM);
+  const double interactions =
+      comm.allreduce(static_cast<double>(stats.epj_interactions + stats.spj_interactions), MPI_SUM);
   const double targets = comm.allreduce(static_cast<double>(stats.targets), MPI_SUM);
   return targets > 0 ? interactions / targets : 0.0;
 }
@@ -194,21 +195,27 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
 TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
   domex::Comm comm{MPI_COMM_WORLD};
   for (Distribution distribution : {Distribution::uniform, Distribution::plummer})
-    for (const auto& [quadrupole, opening] : {std::pair{false, domex::Opening::cell}, std::pair{true, domex::Opening::cell},
-                                              std::pair{true, domex::Opening::particles}}) {
+    for (const auto& [quadrupole, opening] :
+         {std::pair{false, domex::Opening::cell}, std::pair{true, domex::Opening::cell},
+          std::pair{true, domex::Opening::particles}}) {
       const auto p = make_particles(comm, distribution, sanitized ? 3000 : 12000, 43);
       domex::TreeStats reference_stats;
       const auto reference = tree_forces(
-          comm, p, {.opening = opening, .quadrupole = quadrupole, .let = domex::LetMode::alltoallv, .softening = softening}, &reference_stats);
+          comm, p, {.opening = opening, .quadrupole = quadrupole, .let = domex::LetMode::alltoallv, .softening = softening},
+          &reference_stats);
       for (auto mode : {domex::LetMode::p2p_exact, domex::LetMode::p2p_fast, domex::LetMode::sparse})
         for (auto algorithm : {domex::Algorithm::automatic, domex::Algorithm::nbx}) {
           if (mode != domex::LetMode::sparse && algorithm != domex::Algorithm::automatic) continue;
           domex::TreeStats stats;
           const auto a = tree_forces(comm, p,
-                                     {.opening = opening, .quadrupole = quadrupole, .let = mode, .sparse_algorithm = algorithm,
+                                     {.opening = opening,
+                                      .quadrupole = quadrupole,
+                                      .let = mode,
+                                      .sparse_algorithm = algorithm,
                                       .softening = softening},
                                      &stats);
-          EXPECT_TRUE(bitwise_equal(a, reference)) << to_string(mode) << " quadrupole " << quadrupole << " opening " << to_string(opening);
+          EXPECT_TRUE(bitwise_equal(a, reference))
+              << to_string(mode) << " quadrupole " << quadrupole << " opening " << to_string(opening);
           EXPECT_EQ(stats.epj_interactions, reference_stats.epj_interactions);
           EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
           EXPECT_LE(stats.let_messages_sent, reference_stats.let_messages_sent);
@@ -216,7 +223,8 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
       // Nor on the number of threads (sample sort, parallel walk).
       for (int threads : {1, 3})
         EXPECT_TRUE(bitwise_equal(
-            tree_forces(comm, p, {.opening = opening, .quadrupole = quadrupole, .softening = softening, .threads = threads}),
+            tree_forces(comm, p,
+                        {.opening = opening, .quadrupole = quadrupole, .softening = softening, .threads = threads}),
             reference))
             << threads << " threads";
     }
