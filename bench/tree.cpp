@@ -34,6 +34,7 @@ struct TreeBenchOptions {
   int leaf_limit = 8;
   int group_limit = 64;
   bool quadrupole = false;
+  std::string opening = "cell";
   std::vector<std::string> lets{"p2p_fast"};
   int reuse = 1;
   int steps = 3;
@@ -128,6 +129,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
   generate(comm, options, x, m);
   Multisection domains(comm, root);
   TreeForce tree(comm, {.theta = theta,
+                        .opening = opening_from_string(options.opening),
                         .leaf_limit = options.leaf_limit,
                         .group_limit = options.group_limit,
                         .quadrupole = options.quadrupole,
@@ -239,10 +241,10 @@ void run_tree(const TreeBenchOptions& options) {
   Comm comm{MPI_COMM_WORLD};
   std::vector<Row> rows;
   if (comm.rank() == 0)
-    std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d, %s, reuse %d, %d steps, "
-                "kernel %s\n",
+    std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d, %s, opening test %s, reuse %d, "
+                "%d steps, kernel %s\n",
                 comm.size(), options.particles, options.distribution.c_str(), options.leaf_limit, options.group_limit,
-                options.quadrupole ? "quadrupole" : "monopole", options.reuse, options.steps,
+                options.quadrupole ? "quadrupole" : "monopole", options.opening.c_str(), options.reuse, options.steps,
                 gravity_kernel_target().c_str());
   // Every rank measures (each on its own core); rank 0 reports the slowest.
   const double kernel_alone = comm.allreduce(kernel_alone_rate(options.softening), MPI_MIN);
@@ -303,6 +305,7 @@ void run_tree(const TreeBenchOptions& options) {
                    {"leaf_limit", options.leaf_limit},
                    {"group_limit", options.group_limit},
                    {"quadrupole", options.quadrupole},
+                   {"opening", options.opening},
                    {"reuse", options.reuse},
                    {"steps", options.steps},
                    {"kernel", gravity_kernel_target()},
@@ -321,6 +324,10 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--leaf-limit", options->leaf_limit, "items per leaf")->capture_default_str();
   command->add_option("--group-limit", options->group_limit, "targets per interaction list")->capture_default_str();
   command->add_flag("--quadrupole", options->quadrupole, "quadrupole moments");
+  command->add_option("--opening", options->opening,
+                      "opening test length: cell (Morton cell edge or corner b_max) or particles (b_max)")
+      ->check(CLI::IsMember({"cell", "particles"}))
+      ->capture_default_str();
   command->add_option("--lets", options->lets, "LET modes: alltoallv p2p_exact p2p_fast sparse")
       ->capture_default_str();
   command->add_option("--reuse", options->reuse, "build the interaction lists every this many steps")

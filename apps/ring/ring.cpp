@@ -40,15 +40,6 @@ double normal(std::uint64_t a, std::uint64_t b) noexcept {
 
 std::uint64_t bits_of(double value) noexcept { return std::bit_cast<std::uint64_t>(value); }
 
-/// Contact-partner test on the box of a group: the squared distance from a
-/// point to the box (0 inside).
-double distance2_to_box(const Box& box, double x, double y, double z) noexcept {
-  const double dx = std::max({box.lo[0] - x, x - box.hi[0], 0.0});
-  const double dy = std::max({box.lo[1] - y, y - box.hi[1], 0.0});
-  const double dz = std::max({box.lo[2] - z, z - box.hi[2], 0.0});
-  return dx * dx + dy * dy + dz * dz;
-}
-
 /// Per-thread sums, a cache line apart.
 struct alignas(64) ThreadSums {
   double dissipation = 0, potential = 0, spring = 0;
@@ -290,7 +281,7 @@ void Ring::forces(bool track_dissipation) {
                      cz = 0.5 * (box.lo[2] + box.hi[2]);
         for (std::size_t r = 0; r < s.ranges.size(); r += 2)
           for (std::uint32_t k = s.ranges[r]; k < s.ranges[r + 1]; ++k)
-            if (distance2_to_box(box, s.x[k], s.y[k], s.z[k]) < contact2) {
+            if (squared_distance(box, {s.x[k], s.y[k], s.z[k]}) < contact2) {
               partners.push_back(k);
               px.push_back(static_cast<float>(s.x[k] - cx));
               py.push_back(static_cast<float>(s.y[k] - cy));

@@ -69,6 +69,20 @@ void add_point_quadrupole(Quadrupole& q, double m, const Point& d) {
   q[5] += m * d[1] * d[2];
 }
 
+double distance(const Point& a, const Point& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+/// The largest distance from p to a point of the box.
+double farthest_corner(const Box& box, const Point& p) {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double far = std::max({p[a] - box.lo[a], box.hi[a] - p[a], 0.0});
+    d2 += far * far;
+  }
+  return std::sqrt(d2);
+}
+
 Point centre_of(const Box& box) {
   return {0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
 }
@@ -76,7 +90,11 @@ Point centre_of(const Box& box) {
 }  // namespace
 
 void Octree::compute_moments(std::span<const Point> positions, std::span<const double> masses,
-                             std::span<const Quadrupole> item_quadrupoles, bool quadrupole) {
+                             std::span<const Quadrupole> item_quadrupoles, std::span<const double> item_extents,
+                             bool quadrupole) {
+  // The box of each cell's items, widened by their extents: a second bound on b_max.
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<Box> tight(cells_.size(), Box{{inf, inf, inf}, {-inf, -inf, -inf}});
   for (std::size_t c = cells_.size(); c-- > 0;) {
     TreeCell& cell = cells_[c];
     Moments m;
@@ -123,6 +141,29 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
       b2 += far * far;
     }
     cell.opening = std::max(cell.size, std::sqrt(b2));
+    double bmax = 0;
+    Box& box = tight[c];
+    if (cell.leaf()) {
+      for (std::uint32_t i = cell.begin; i < cell.end; ++i) {
+        const double extent = item_extents.empty() ? 0.0 : item_extents[i];
+        bmax = std::max(bmax, distance(positions[i], m.centre) + extent);
+        for (int a = 0; a < 3; ++a) {
+          box.lo[a] = std::min(box.lo[a], positions[i][a] - extent);
+          box.hi[a] = std::max(box.hi[a], positions[i][a] + extent);
+        }
+      }
+    } else {
+      for (std::uint32_t k = 0; k < cell.child_count; ++k) {
+        const TreeCell& child = cells_[cell.first_child + k];
+        if (child.count() == 0) continue;
+        const Box& child_box = tight[cell.first_child + k];
+        bmax = std::max(bmax, std::min(distance(child.moments.centre, m.centre) + child.bmax,
+                                       farthest_corner(child_box, m.centre)));
+        for (int a = 0; a < 3; ++a)
+          box.lo[a] = std::min(box.lo[a], child_box.lo[a]), box.hi[a] = std::max(box.hi[a], child_box.hi[a]);
+      }
+    }
+    cell.bmax = bmax;
   }
 }
 

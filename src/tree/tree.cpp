@@ -36,6 +36,20 @@ LetMode let_mode_from_string(std::string_view name) {
                                    "' (valid: alltoallv, p2p_exact, p2p_fast, sparse)");
 }
 
+std::string_view to_string(Opening opening) noexcept {
+  switch (opening) {
+    case Opening::cell: return "cell";
+    case Opening::particles: return "particles";
+  }
+  return "?";
+}
+
+Opening opening_from_string(std::string_view name) {
+  for (Opening opening : {Opening::cell, Opening::particles})
+    if (to_string(opening) == name) return opening;
+  fail("opening_from_string", "unknown opening test '" + std::string(name) + "' (valid: cell, particles)");
+}
+
 namespace {
 
 /// One LET entry: a particle or a pseudo-particle standing for a cell, with
@@ -45,12 +59,14 @@ struct LetItem {
   Moments moments;
   MortonKey key;
   std::uint64_t pseudo;
+  double extent;  ///< a pseudo-particle: the b_max of its cell; a particle: 0
 };
 
 /// What every rank learns of every other rank each call (one allgather).
 struct RankSummary {
   Box bounds;  ///< tight box of its particles; lo > hi when it has none
   Moments root;
+  double bmax;  ///< of the root cell
   std::uint64_t count;
 };
 
@@ -69,29 +85,25 @@ struct LetRef {
   std::uint32_t is_cell;
 };
 
-double distance2(const Box& box, const Point& p) noexcept {
-  double d2 = 0;
-  for (int a = 0; a < 3; ++a) {
-    const double d = std::max({box.lo[a] - p[a], p[a] - box.hi[a], 0.0});
-    d2 += d * d;
-  }
-  return d2;
-}
-
 bool overlaps(const Box& a, const Box& b) noexcept {
   for (int k = 0; k < 3; ++k)
     if (a.hi[k] < b.lo[k] || b.hi[k] < a.lo[k]) return false;
   return true;
 }
 
-/// A rank's opening length, as for a cell: the longest edge of its particles'
-/// box, or the farthest corner from its centre of mass if farther.
-double opening_length(const Box& box, const Point& centre) noexcept {
+/// A rank's opening length, as for a cell: with Opening::cell the longest
+/// edge of its particles' box, or the farthest corner from its centre of mass
+/// if farther; with Opening::particles its root cell's b_max, or that corner
+/// if nearer.
+double opening_length(const RankSummary& rank, Opening opening) noexcept {
+  const Box& box = rank.bounds;
+  const Point& centre = rank.root.centre;
   double b2 = 0;
   for (int a = 0; a < 3; ++a) {
     const double far = std::max({centre[a] - box.lo[a], box.hi[a] - centre[a], 0.0});
     b2 += far * far;
   }
+  if (opening == Opening::particles) return std::min(rank.bmax, std::sqrt(b2));
   return std::max({box.hi[0] - box.lo[0], box.hi[1] - box.lo[1], box.hi[2] - box.lo[2], std::sqrt(b2)});
 }
 
@@ -113,7 +125,7 @@ double box_distance2(const Box& a, const Box& b) noexcept {
 /// box comes within it of the targets is opened too, down to particles.
 bool well_separated(const Box& targets, const Box& source_box, const Point& centre, double size, double theta2,
                     double search2) noexcept {
-  return !overlaps(targets, source_box) && distance2(targets, centre) * theta2 > size * size &&
+  return !overlaps(targets, source_box) && squared_distance(targets, centre) * theta2 > size * size &&
          (search2 == 0 || box_distance2(targets, source_box) > search2);
 }
 
@@ -233,6 +245,7 @@ struct TreeForce::State {
   std::vector<double> source_masses;
   std::vector<Point> source_velocities;  // empty unless velocities were given
   std::vector<Quadrupole> source_quadrupoles;
+  std::vector<double> source_extents;  // b_max of the cell a pseudo-particle stands for; 0 for particles
   std::vector<std::uint8_t> source_pseudo;
   Octree global;
   bool global_is_local = false;  // nothing received: the local tree serves as the global one
@@ -245,6 +258,9 @@ struct TreeForce::State {
   std::vector<ThreadBuffers> buffers;
 
   [[nodiscard]] double theta2() const { return options.theta * options.theta; }
+  [[nodiscard]] double opening_of(const TreeCell& cell) const {
+    return options.opening == Opening::particles ? cell.bmax : cell.opening;
+  }
   [[nodiscard]] double search2() const { return options.search_radius * options.search_radius; }
   [[nodiscard]] bool separated(const Box& targets, const Box& source_box, const Point& centre, double size) const {
     return well_separated(targets, source_box, centre, size, theta2(), search2());
@@ -265,7 +281,7 @@ struct TreeForce::State {
 bool TreeForce::State::root_stands_in(int from, int to) const {
   const RankSummary &source = summaries[static_cast<std::size_t>(from)], &target = summaries[static_cast<std::size_t>(to)];
   if (from == to || source.count == 0 || target.count == 0) return false;
-  return separated(target.bounds, source.bounds, source.root.centre, opening_length(source.bounds, source.root.centre));
+  return separated(target.bounds, source.bounds, source.root.centre, opening_length(source, options.opening));
 }
 
 bool TreeForce::State::sends_let(int from, int to) const {
@@ -275,7 +291,7 @@ bool TreeForce::State::sends_let(int from, int to) const {
     case LetMode::alltoallv: return true;
     case LetMode::p2p_exact:
       return !separated(enclosing_cell(target.bounds, options.root), source.bounds, source.root.centre,
-                        opening_length(source.bounds, source.root.centre));
+                        opening_length(source, options.opening));
     case LetMode::p2p_fast:
     case LetMode::sparse: return !root_stands_in(from, to);
   }
@@ -337,7 +353,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     stats.link_s += MPI_Wtime() - start;
     start = MPI_Wtime();
   }
-  local.compute_moments(positions, masses, {}, options.quadrupole);
+  local.compute_moments(positions, masses, {}, {}, options.quadrupole);
   group_boxes.resize(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     Box box = empty_box();
@@ -348,7 +364,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
 }
 
 void TreeForce::State::build_let(bool build) {
-  RankSummary mine{empty_box(), local.root().moments, positions.size()};
+  RankSummary mine{empty_box(), local.root().moments, local.root().bmax, positions.size()};
   for (const Point& p : positions) extend(mine.bounds, p);
   summaries = comm.allgather(mine);
   const int me = comm.rank();
@@ -373,7 +389,7 @@ void TreeForce::State::build_let(bool build) {
           stack.pop_back();
           const TreeCell& cell = local.cells()[c];
           if (cell.count() == 0) continue;
-          if (separated(target, cell.box, cell.moments.centre, cell.opening)) {
+          if (separated(target, cell.box, cell.moments.centre, opening_of(cell))) {
             send_refs.push_back({c, 1});
           } else if (cell.leaf()) {
             for (std::uint32_t k = cell.begin; k < cell.end; ++k) send_refs.push_back({k, 0});
@@ -392,6 +408,7 @@ void TreeForce::State::build_let(bool build) {
     if (ref.is_cell) {
       item.moments = local.cells()[ref.index].moments;
       item.pseudo = 1;
+      item.extent = local.cells()[ref.index].bmax;
     } else {
       item.moments.mass = masses[ref.index];
       item.moments.centre = positions[ref.index];
@@ -535,6 +552,7 @@ void TreeForce::State::build_global_tree(bool build) {
   source_masses.resize(total);
   source_pseudo.resize(total);
   if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
+  source_extents.assign(total, 0.0);
   const bool with_velocities = !velocities.empty();
   source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
   source_x.resize(total);
@@ -556,6 +574,8 @@ void TreeForce::State::build_global_tree(bool build) {
     source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
     if (source_pseudo[k]) {
       if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+      source_extents[k] = origin.kind == SourceOrigin::stand_in ? summaries[origin.index].bmax
+                                                                : received[origin.index].extent;
     } else if (with_velocities) {
       source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
     }
@@ -570,7 +590,7 @@ void TreeForce::State::build_global_tree(bool build) {
     // (Otherwise nothing came from other ranks: the local tree, with the
     // moments just computed, is the global one: the same sums in the same order.)
     if (build) global.build(source_keys, options.root, options.leaf_limit);
-    global.compute_moments(source_positions, source_masses, source_quadrupoles, options.quadrupole);
+    global.compute_moments(source_positions, source_masses, source_quadrupoles, source_extents, options.quadrupole);
   }
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
@@ -580,7 +600,7 @@ void TreeForce::State::build_global_tree(bool build) {
     node.centre = cell.moments.centre;
     node.mass = cell.moments.mass;
     for (int a = 0; a < 3; ++a) node.lo[a] = round_down(cell.box.lo[a]), node.hi[a] = round_up(cell.box.hi[a]);
-    node.opening = round_up(cell.opening);
+    node.opening = round_up(opening_of(cell));
     node.begin = cell.begin;
     node.end = cell.end;
     node.first_child = cell.first_child;
@@ -613,7 +633,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
     bool overlap = true;
     for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
     const double opening = node.opening;
-    bool far = !overlap && distance2(targets, node.centre) * theta_2 > opening * opening;
+    bool far = !overlap && squared_distance(targets, node.centre) * theta_2 > opening * opening;
     if (far && search_2 > 0) {
       double gap2 = 0;
       for (int a = 0; a < 3; ++a) {
@@ -835,83 +855,81 @@ void TreeForce::compute(std::span<const Point> positions, std::span<const double
   state_->compute(positions, masses, velocities, accelerations, kernel ? &kernel : nullptr, nullptr, profile);
 }
 
-void TreeForce::State::compute(std::span<const Point> positions, std::span<const double> masses,
-                               std::span<const Point> velocities, std::span<Point> accelerations,
-                               const UserKernel* user, const NearKernel* near, Profile& profile) {
-  State& s = *this;
-  const bool build = s.calls % static_cast<std::uint64_t>(s.options.reuse) == 0;
+// The caller's arrays are x, m, v and a here: positions, masses and
+// velocities are the members (in Morton order).
+void TreeForce::State::compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v,
+                               std::span<Point> a, const UserKernel* user, const NearKernel* near, Profile& profile) {
+  const bool build = calls % static_cast<std::uint64_t>(options.reuse) == 0;
   {
     // Every rank agrees on validity before any data moves.
     auto timer = profile.phase("other");
     std::string problem;
-    if (masses.size() != positions.size() || accelerations.size() != positions.size() ||
-        (!velocities.empty() && velocities.size() != positions.size()))
-      problem = "positions, masses, velocities and accelerations differ in length (" + std::to_string(positions.size()) +
-                ", " + std::to_string(masses.size()) + ", " + std::to_string(velocities.size()) + ", " +
-                std::to_string(accelerations.size()) + ")";
-    else if (positions.size() >= std::numeric_limits<std::int32_t>::max())
-      problem = std::to_string(positions.size()) + " particles on one rank, more than 2^31 - 1";
-    else if (!build && positions.size() != s.positions.size())
-      problem = "a call that re-uses the lists has " + std::to_string(positions.size()) +
-                " particles, the call that built them " + std::to_string(s.positions.size());
+    if (m.size() != x.size() || a.size() != x.size() || (!v.empty() && v.size() != x.size()))
+      problem = "positions, masses, velocities and accelerations differ in length (" + std::to_string(x.size()) +
+                ", " + std::to_string(m.size()) + ", " + std::to_string(v.size()) + ", " + std::to_string(a.size()) + ")";
+    else if (x.size() >= std::numeric_limits<std::int32_t>::max())
+      problem = std::to_string(x.size()) + " particles on one rank, more than 2^31 - 1";
+    else if (!build && x.size() != positions.size())
+      problem = "a call that re-uses the lists has " + std::to_string(x.size()) +
+                " particles, the call that built them " + std::to_string(positions.size());
     else
-      for (std::size_t i = 0; i < positions.size(); ++i)
-        if (!s.options.root.contains(positions[i])) {
-          const Point& p = positions[i];
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (!options.root.contains(x[i])) {
+          const Point& p = x[i];
           problem = "particle " + std::to_string(i) + " at (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
                     ", " + std::to_string(p[2]) + ") outside the root box";
           break;
         }
-    const int anywhere = s.comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
+    const int anywhere = comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
     if (!problem.empty()) fail("TreeForce::compute", problem);
     if (anywhere) fail("TreeForce::compute", "invalid input on another rank");
   }
   const auto sync = [&] {
-    if (!s.options.barrier_phases) return;
+    if (!options.barrier_phases) return;
     auto timer = profile.phase("imbalance");
-    s.comm.barrier();
+    comm.barrier();
   };
-  s.stats = {};
-  s.stats.lists_built = build;
+  stats = {};
+  stats.lists_built = build;
   // A failure past this point leaves no half-built lists to re-use.
-  if (build) s.calls = 0;
+  if (build) calls = 0;
   try {
     sync();
     {
       auto timer = profile.phase("build tree");
-      s.build_local_tree(positions, masses, velocities, build);
+      build_local_tree(x, m, v, build);
     }
     sync();
     {
       auto timer = profile.phase("build LET");
-      s.build_let(build);
+      build_let(build);
     }
     sync();
     {
       auto timer = profile.phase("exchange LET");
-      s.exchange_let(build);
+      exchange_let(build);
     }
     {
       auto timer = profile.phase("build tree");
       const double start = MPI_Wtime();
-      s.build_global_tree(build);
-      s.stats.link_s += MPI_Wtime() - start;
+      build_global_tree(build);
+      stats.link_s += MPI_Wtime() - start;
     }
     sync();
-    s.forces(user, near, build, profile);
+    forces(user, near, build, profile);
     {
       auto timer = profile.phase("other");
-      for (std::size_t k = 0; k < s.perm.size(); ++k) accelerations[s.perm[k]] = s.sorted_acc[k];
-      s.stats.targets = positions.size();
-      s.stats.groups = s.groups.size();
+      for (std::size_t k = 0; k < perm.size(); ++k) a[perm[k]] = sorted_acc[k];
+      stats.targets = x.size();
+      stats.groups = groups.size();
     }
   } catch (...) {
-    s.calls = 0;
-    s.list_epj.clear();
-    s.list_spj.clear();
+    calls = 0;
+    list_epj.clear();
+    list_spj.clear();
     throw;
   }
-  ++s.calls;
+  ++calls;
 }
 
 }  // namespace domex

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <span>
 #include <random>
 #include <vector>
 
@@ -74,7 +76,7 @@ TEST(Octree, MomentsEqualDirectSumsAndGroupsCoverEveryItemOnce) {
   const auto set = random_set(5000, 23, root);
   domex::Octree tree;
   tree.build(set.keys, root, 8);
-  tree.compute_moments(set.positions, set.masses, {}, true);
+  tree.compute_moments(set.positions, set.masses, {}, {}, true);
   for (const auto& cell : tree.cells()) {
     double mass = 0;
     domex::Point weighted{0, 0, 0};
@@ -106,11 +108,46 @@ TEST(Octree, MomentsEqualDirectSumsAndGroupsCoverEveryItemOnce) {
   }
 }
 
+TEST(Octree, BmaxBoundsEveryItemAndIsExactInLeaves) {
+  // b_max (the opening length of Opening::particles) must never be too
+  // small, or a cell would be used whole too close; with extents (LET
+  // pseudo-particles) it covers each item's sphere. Above the leaves it is
+  // a bound, but never looser than the farthest corner of the Morton cell
+  // when no item has an extent.
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  const auto set = random_set(5000, 29, root);
+  std::mt19937_64 random(31);
+  std::uniform_real_distribution<double> u(0, 0.02);
+  std::vector<double> extents(set.positions.size());
+  for (std::size_t k = 0; k < extents.size(); ++k) extents[k] = k % 3 == 0 ? u(random) : 0.0;
+  for (bool with_extents : {false, true}) {
+    domex::Octree tree;
+    tree.build(set.keys, root, 8);
+    const std::span<const double> item_extents = with_extents ? std::span<const double>(extents) : std::span<const double>();
+    tree.compute_moments(set.positions, set.masses, {}, item_extents, false);
+    for (const auto& cell : tree.cells()) {
+      double farthest = 0;
+      for (std::uint32_t k = cell.begin; k < cell.end; ++k) {
+        double d2 = 0;
+        for (int a = 0; a < 3; ++a) d2 += std::pow(set.positions[k][a] - cell.moments.centre[a], 2);
+        farthest = std::max(farthest, std::sqrt(d2) + (with_extents ? extents[k] : 0.0));
+      }
+      ASSERT_GE(cell.bmax, farthest * (1 - 1e-12));
+      if (cell.leaf()) {
+        ASSERT_NEAR(cell.bmax, farthest, 1e-12);
+      }
+      if (!with_extents) {
+        ASSERT_LE(cell.bmax, cell.opening * (1 + 1e-12));
+      }
+    }
+  }
+}
+
 TEST(Octree, EmptyAndSingleItem) {
   const domex::Box root{{0, 0, 0}, {1, 1, 1}};
   domex::Octree tree;
   tree.build({}, root, 8);
-  tree.compute_moments({}, {}, {}, false);
+  tree.compute_moments({}, {}, {}, {}, false);
   EXPECT_EQ(tree.cells().size(), 1u);
   EXPECT_EQ(tree.root().moments.mass, 0.0);
   EXPECT_TRUE(tree.groups(64).empty());
@@ -118,7 +155,7 @@ TEST(Octree, EmptyAndSingleItem) {
   const std::vector<domex::Point> x{{0.25, 0.5, 0.75}};
   const std::vector<double> m{2.0};
   tree.build(key, root, 8);
-  tree.compute_moments(x, m, {}, true);
+  tree.compute_moments(x, m, {}, {}, true);
   EXPECT_EQ(tree.root().moments.mass, 2.0);
   EXPECT_EQ(tree.root().moments.centre, x[0]);
   EXPECT_EQ(tree.groups(64).size(), 1u);

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -126,6 +127,14 @@ bool bitwise_equal(const std::vector<Point>& a, const std::vector<Point>& b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(Point)) == 0);
 }
 
+/// Sum over ranks of the interactions over the sum of targets.
+double interactions_per_particle(const domex::Comm& comm, const domex::TreeStats& stats) {
+  const double interactions =
+      comm.allreduce(static_cast<double>(stats.epj_interactions + stats.spj_interactions), MPI_SUM);
+  const double targets = comm.allreduce(static_cast<double>(stats.targets), MPI_SUM);
+  return targets > 0 ? interactions / targets : 0.0;
+}
+
 struct ErrorCase {
   Distribution distribution;
   std::size_t n;
@@ -136,29 +145,49 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
   domex::Comm comm{MPI_COMM_WORLD};
   // FDPS's figures are for N = 1e5. A uniform set's error hardly depends on
   // N, so 2e4 particles test it; a Plummer sphere's does (at 2e4 the p99 is
-  // ~1.5x that at 1e5), so it is tested at 1e5. With quadrupoles the bound
-  // is a third of FDPS's monopole figure (the issue asks for a tenth: not
-  // reached at theta 0.5, see the report).
+  // ~1.5x that at 1e5), so it is tested at 1e5. Three configurations:
+  //  - monopoles, cell test, theta 0.5: FDPS's figures;
+  //  - quadrupoles, cell test, theta 0.5: a third of them (~3-4x below at
+  //    the same cost: the truncation error falls only from (b/d)^2 to (b/d)^3);
+  //  - quadrupoles, particles (b_max) test, theta 0.28: a tenth of them (the
+  //    issue's quadrupole target), for at most 2.2x the interactions of the
+  //    cell test at theta 0.5 (1e5 particles, np 1: 1.8x uniform, 1.9x Plummer).
+  struct Configuration {
+    const char* name;
+    domex::TreeOptions options;
+    double bound_factor;
+  };
+  const Configuration configurations[] = {
+      {"monopole", {.softening = softening}, 1.0},
+      {"quadrupole", {.quadrupole = true, .softening = softening}, 1.0 / 3},
+      {"quadrupole, particles test, theta 0.28",
+       {.theta = 0.28, .opening = domex::Opening::particles, .quadrupole = true, .softening = softening},
+       1.0 / 10}};
   const ErrorCase cases[] = {{Distribution::uniform, 20000, 4.1e-3, 9.0e-3}, {Distribution::plummer, 100000, 4.8e-4, 2.5e-3}};
   for (const auto& c : cases) {
     if (sanitized && c.distribution == Distribution::plummer) continue;
     const std::size_t stride = c.n / 2000;  // 2000 sampled particles
     const auto p = make_particles(comm, c.distribution, c.n, 41);
     const auto exact = direct_sums(comm, p, stride);
-    for (bool quadrupole : {false, true}) {
+    double cell_cost = 0;
+    for (const auto& configuration : configurations) {
       domex::TreeStats stats;
-      const auto a = tree_forces(comm, p, {.quadrupole = quadrupole, .softening = softening}, &stats);
+      const auto a = tree_forces(comm, p, configuration.options, &stats);
       const auto errors = relative_errors(comm, exact, a);
       ASSERT_EQ(errors.size(), c.n / stride);
       const double median = quantile(errors, 0.5), p99 = quantile(errors, 0.99);
-      const double bound_median = quadrupole ? c.median / 3 : c.median, bound_p99 = quadrupole ? c.p99 / 3 : c.p99;
+      const double bound_median = c.median * configuration.bound_factor, bound_p99 = c.p99 * configuration.bound_factor;
+      const double cost = interactions_per_particle(comm, stats);
+      if (configuration.options.opening == domex::Opening::cell) cell_cost = cost;
       if (comm.rank() == 0)
-        std::printf("%s %s: median %.3g p99 %.3g (bounds %.3g %.3g), %.0f interactions/particle on rank 0\n",
-                    c.distribution == Distribution::uniform ? "uniform" : "plummer",
-                    quadrupole ? "quadrupole" : "monopole", median, p99, bound_median, bound_p99,
-                    stats.interactions_per_particle());
-      EXPECT_LE(median, bound_median);
-      EXPECT_LE(p99, bound_p99);
+        std::printf("%s %s: median %.3g p99 %.3g (bounds %.3g %.3g), %.0f interactions/particle\n",
+                    c.distribution == Distribution::uniform ? "uniform" : "plummer", configuration.name, median, p99,
+                    bound_median, bound_p99, cost);
+      EXPECT_LE(median, bound_median) << configuration.name;
+      EXPECT_LE(p99, bound_p99) << configuration.name;
+      if (configuration.options.opening == domex::Opening::particles) {
+        EXPECT_LE(cost, 2.2 * cell_cost);
+      }
     }
   }
 }
@@ -166,20 +195,27 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
 TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
   domex::Comm comm{MPI_COMM_WORLD};
   for (Distribution distribution : {Distribution::uniform, Distribution::plummer})
-    for (bool quadrupole : {false, true}) {
+    for (const auto& [quadrupole, opening] :
+         {std::pair{false, domex::Opening::cell}, std::pair{true, domex::Opening::cell},
+          std::pair{true, domex::Opening::particles}}) {
       const auto p = make_particles(comm, distribution, sanitized ? 3000 : 12000, 43);
       domex::TreeStats reference_stats;
       const auto reference = tree_forces(
-          comm, p, {.quadrupole = quadrupole, .let = domex::LetMode::alltoallv, .softening = softening}, &reference_stats);
+          comm, p, {.opening = opening, .quadrupole = quadrupole, .let = domex::LetMode::alltoallv, .softening = softening},
+          &reference_stats);
       for (auto mode : {domex::LetMode::p2p_exact, domex::LetMode::p2p_fast, domex::LetMode::sparse})
         for (auto algorithm : {domex::Algorithm::automatic, domex::Algorithm::nbx}) {
           if (mode != domex::LetMode::sparse && algorithm != domex::Algorithm::automatic) continue;
           domex::TreeStats stats;
           const auto a = tree_forces(comm, p,
-                                     {.quadrupole = quadrupole, .let = mode, .sparse_algorithm = algorithm,
+                                     {.opening = opening,
+                                      .quadrupole = quadrupole,
+                                      .let = mode,
+                                      .sparse_algorithm = algorithm,
                                       .softening = softening},
                                      &stats);
-          EXPECT_TRUE(bitwise_equal(a, reference)) << to_string(mode) << " quadrupole " << quadrupole;
+          EXPECT_TRUE(bitwise_equal(a, reference))
+              << to_string(mode) << " quadrupole " << quadrupole << " opening " << to_string(opening);
           EXPECT_EQ(stats.epj_interactions, reference_stats.epj_interactions);
           EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
           EXPECT_LE(stats.let_messages_sent, reference_stats.let_messages_sent);
@@ -187,7 +223,9 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
       // Nor on the number of threads (sample sort, parallel walk).
       for (int threads : {1, 3})
         EXPECT_TRUE(bitwise_equal(
-            tree_forces(comm, p, {.quadrupole = quadrupole, .softening = softening, .threads = threads}), reference))
+            tree_forces(comm, p,
+                        {.opening = opening, .quadrupole = quadrupole, .softening = softening, .threads = threads}),
+            reference))
             << threads << " threads";
     }
 }

@@ -6,12 +6,25 @@
 #include <domex/decompose/box.hpp>
 #include <domex/tree/morton.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 namespace domex {
+
+/// Squared distance from `p` to the nearest point of `box` (0 inside it):
+/// the tree's opening and search-radius tests use it, and so can a near
+/// kernel's pre-test of sources against its group's box.
+[[nodiscard]] inline double squared_distance(const Box& box, const Point& p) noexcept {
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double d = std::max({box.lo[a] - p[a], p[a] - box.hi[a], 0.0});
+    d2 += d * d;
+  }
+  return d2;
+}
 
 /// Second moment about the centre of mass, S_ab = sum m d_a d_b, stored as
 /// xx, yy, zz, xy, xz, yz. Kept with its trace (not as the traceless Q =
@@ -40,6 +53,12 @@ struct TreeCell {
   /// centre of mass to a corner of the cell if longer (Barnes's b_max guard
   /// against a centre of mass near the cell's face); set with the moments.
   double opening = 0;
+  /// b_max: the largest distance from the centre of mass to an item of the
+  /// cell, plus the item's extent (a LET pseudo-particle stands for a cell
+  /// of that b_max). Exact for leaves; above them the largest over children
+  /// of |child centre - centre| + child b_max or, if nearer, the farthest
+  /// corner of the child's items' box: O(1) per cell, never too small.
+  double bmax = 0;
   [[nodiscard]] std::uint32_t count() const noexcept { return end - begin; }
   [[nodiscard]] bool leaf() const noexcept { return child_count == 0; }
 };
@@ -52,12 +71,14 @@ class Octree {
  public:
   /// Links the cells over `sorted_keys` (ascending). O(cells log n).
   void build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit);
-  /// Moments of every cell from the items in key order: positions, masses and,
-  /// when not empty, a quadrupole per item (pseudo-particles of a LET).
+  /// Moments, opening length and b_max of every cell from the items in key
+  /// order: positions, masses and, when not empty, a quadrupole and an
+  /// extent (b_max) per item (pseudo-particles of a LET; empty: zero).
   /// Quadrupoles are summed only if `quadrupole` is set. Deterministic: a
   /// cell's moments depend only on its items and their order.
   void compute_moments(std::span<const Point> positions, std::span<const double> masses,
-                       std::span<const Quadrupole> item_quadrupoles, bool quadrupole);
+                       std::span<const Quadrupole> item_quadrupoles, std::span<const double> item_extents,
+                       bool quadrupole);
   /// Cells with at most `group_limit` items whose parent has more (or leaves
   /// with more, when group_limit < leaf_limit), in Morton order; empty cells
   /// are left out.

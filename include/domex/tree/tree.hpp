@@ -39,8 +39,33 @@ std::string_view to_string(LetMode mode) noexcept;
 /// Inverse of to_string(); throws domex::Error naming the valid names.
 LetMode let_mode_from_string(std::string_view name);
 
+/// The length l of a cell in the opening test: a cell is used whole if the
+/// distance d from the target group's box to the cell's centre of mass
+/// exceeds l / theta. Measured with `domex-bench tree` on 1e5 uniform and
+/// Plummer particles (np 1, errors of 2000 targets against a direct sum):
+///   - monopoles: `cell` gives the smaller errors per interaction (`particles`
+///     at ~the same cost: p99 1.3-1.4x larger);
+///   - quadrupoles: `particles` does (~15% fewer interactions for the same
+///     median error). Errors a tenth of FDPS's monopole figures at theta 0.5
+///     take `particles` at theta 0.28, ~1.8x (uniform) and ~1.9x (Plummer)
+///     the interactions of `cell` at theta 0.5. There quadrupoles give errors
+///     only 3-4x below monopoles' (Plummer: 3x below FDPS's): the truncation
+///     error falls from ~(b/d)^2 to ~(b/d)^3, with b/d up to ~theta.
+enum class Opening {
+  cell,       ///< l = the Morton cell's edge, or its farthest corner from the centre of mass if farther
+              ///< (FDPS's test with Barnes's b_max guard)
+  particles,  ///< l = b_max, the largest distance from the centre of mass to a particle of the cell
+              ///< (PKDGRAV's and Bonsai's test; an upper bound above the leaves): a shorter length
+};
+
+/// "cell", "particles".
+std::string_view to_string(Opening opening) noexcept;
+/// Inverse of to_string(); throws domex::Error naming the valid names.
+Opening opening_from_string(std::string_view name);
+
 struct TreeOptions {
-  double theta = 0.5;     ///< opening angle: a cell of size l at distance d from a group is used whole if d > l / theta
+  double theta = 0.5;     ///< opening angle: a cell of length l at distance d from a group is used whole if d > l / theta
+  Opening opening = Opening::cell;  ///< what l is (see Opening)
   int leaf_limit = 8;     ///< a cell with more items is split (FDPS default 8)
   int group_limit = 64;   ///< targets sharing one interaction list (FDPS default 64)
   /// Merge consecutive sibling groups while they hold at most group_limit
