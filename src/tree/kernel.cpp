@@ -113,6 +113,66 @@ void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double o
   for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
 }
 
+// The quadrupole term of cells, fp64, vectorised over targets (each cell
+// broadcast): the same arithmetic as the scalar tail, in the same order of
+// cells for every target. cells: 10 arrays of m values (centre x, y, z, the
+// six second moments xx yy zz xy xz yz, their trace).
+void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty, const double* HWY_RESTRICT tz,
+                double* HWY_RESTRICT ax, double* HWY_RESTRICT ay, double* HWY_RESTRICT az, std::size_t n,
+                const double* HWY_RESTRICT cells, std::size_t m, double eps2) {
+  const hn::ScalableTag<double> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const double *cx = cells, *cy = cells + m, *cz = cells + 2 * m;
+  const double *q0 = cells + 3 * m, *q1 = cells + 4 * m, *q2 = cells + 5 * m;
+  const double *q3 = cells + 6 * m, *q4 = cells + 7 * m, *q5 = cells + 8 * m, *trace = cells + 9 * m;
+  const auto softening = hn::Set(d, eps2), one = hn::Set(d, 1.0), zero = hn::Zero(d);
+  const auto three = hn::Set(d, 3.0), three_halves = hn::Set(d, 1.5), fifteen_halves = hn::Set(d, 7.5);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto x = hn::LoadU(d, tx + i), y = hn::LoadU(d, ty + i), z = hn::LoadU(d, tz + i);
+    auto sum_x = hn::LoadU(d, ax + i), sum_y = hn::LoadU(d, ay + i), sum_z = hn::LoadU(d, az + i);
+    for (std::size_t j = 0; j < m; ++j) {
+      const auto dx = hn::Sub(x, hn::Set(d, cx[j])), dy = hn::Sub(y, hn::Set(d, cy[j])),
+                 dz = hn::Sub(z, hn::Set(d, cz[j]));
+      const auto r2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::MulAdd(dx, dx, softening)));
+      // Zero where r2 = 0 (a target at the centre with eps2 = 0: no term).
+      const auto inv_s = hn::IfThenElseZero(hn::Gt(r2, zero), hn::Div(one, hn::Sqrt(r2)));
+      const auto inv_s2 = hn::Mul(inv_s, inv_s);
+      const auto inv_s5 = hn::Mul(hn::Mul(inv_s2, inv_s2), inv_s);
+      const auto a = hn::Set(d, q0[j]), b = hn::Set(d, q1[j]), c = hn::Set(d, q2[j]);
+      const auto e = hn::Set(d, q3[j]), f = hn::Set(d, q4[j]), g = hn::Set(d, q5[j]);
+      const auto sx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
+      const auto sy = hn::MulAdd(g, dz, hn::MulAdd(b, dy, hn::Mul(e, dx)));
+      const auto sz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
+      const auto dsd = hn::MulAdd(dz, sz, hn::MulAdd(dy, sy, hn::Mul(dx, sx)));
+      const auto radial = hn::Mul(hn::NegMulAdd(hn::Mul(fifteen_halves, dsd), inv_s2,
+                                                hn::Mul(three_halves, hn::Set(d, trace[j]))),
+                                  inv_s5);
+      const auto tangential = hn::Mul(three, inv_s5);
+      sum_x = hn::MulAdd(radial, dx, hn::MulAdd(tangential, sx, sum_x));
+      sum_y = hn::MulAdd(radial, dy, hn::MulAdd(tangential, sy, sum_y));
+      sum_z = hn::MulAdd(radial, dz, hn::MulAdd(tangential, sz, sum_z));
+    }
+    hn::StoreU(sum_x, d, ax + i), hn::StoreU(sum_y, d, ay + i), hn::StoreU(sum_z, d, az + i);
+  }
+  for (; i < n; ++i)
+    for (std::size_t j = 0; j < m; ++j) {
+      const double dx = tx[i] - cx[j], dy = ty[i] - cy[j], dz = tz[i] - cz[j];
+      const double r2 = dx * dx + dy * dy + dz * dz + eps2;
+      if (!(r2 > 0)) continue;
+      const double inv_s = 1.0 / std::sqrt(r2), inv_s2 = inv_s * inv_s;
+      const double inv_s5 = inv_s2 * inv_s2 * inv_s;
+      const double sx = q0[j] * dx + q3[j] * dy + q4[j] * dz;
+      const double sy = q3[j] * dx + q1[j] * dy + q5[j] * dz;
+      const double sz = q4[j] * dx + q5[j] * dy + q2[j] * dz;
+      const double dsd = dx * sx + dy * sy + dz * sz;
+      const double radial = (1.5 * trace[j] - 7.5 * dsd * inv_s2) * inv_s5;
+      ax[i] += 3 * sx * inv_s5 + radial * dx;
+      ay[i] += 3 * sy * inv_s5 + radial * dy;
+      az[i] += 3 * sz * inv_s5 + radial * dz;
+    }
+}
+
 std::int64_t Target() { return HWY_TARGET; }
 
 }  // namespace HWY_NAMESPACE
@@ -123,11 +183,14 @@ HWY_AFTER_NAMESPACE();
 #include <domex/comm/error.hpp>
 #include <domex/tree/kernel.hpp>
 
+#include <vector>
+
 namespace domex {
 namespace kernel_detail {
 HWY_EXPORT(Gravity);
 HWY_EXPORT(Target);
 HWY_EXPORT(RelativeFp32);
+HWY_EXPORT(QuadrupoleTerm);
 }  // namespace kernel_detail
 
 void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2) {
@@ -151,25 +214,29 @@ std::string gravity_kernel_target() {
 
 void quadrupole_kernel(std::span<const Point> targets, std::span<Point> accelerations, std::span<const Moments> cells,
                        double eps2) {
-  for (const Moments& cell : cells) {
-    const Quadrupole& q = cell.quadrupole;
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      const double dx = targets[i][0] - cell.centre[0], dy = targets[i][1] - cell.centre[1],
-                   dz = targets[i][2] - cell.centre[2];
-      const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-      if (!(r2 > 0)) continue;
-      const double inv_s = 1.0 / std::sqrt(r2), inv_s2 = inv_s * inv_s;
-      const double inv_s5 = inv_s2 * inv_s2 * inv_s;
-      const double sx = q[0] * dx + q[3] * dy + q[4] * dz;
-      const double sy = q[3] * dx + q[1] * dy + q[5] * dz;
-      const double sz = q[4] * dx + q[5] * dy + q[2] * dz;
-      const double dsd = dx * sx + dy * sy + dz * sz;
-      const double radial = (1.5 * (q[0] + q[1] + q[2]) - 7.5 * dsd * inv_s2) * inv_s5;
-      accelerations[i][0] += 3 * sx * inv_s5 + radial * dx;
-      accelerations[i][1] += 3 * sy * inv_s5 + radial * dy;
-      accelerations[i][2] += 3 * sz * inv_s5 + radial * dz;
+  const std::size_t n = targets.size(), m = cells.size();
+  if (accelerations.size() != n) fail("quadrupole_kernel", "targets and accelerations differ in length");
+  if (n == 0 || m == 0) return;
+  // Structure of arrays for the vectorised kernel (per thread, reused).
+  thread_local std::vector<double> t, c;
+  t.resize(6 * n);
+  c.resize(10 * m);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a) {
+      t[a * n + i] = targets[i][a];
+      t[(3 + a) * n + i] = accelerations[i][a];
     }
+  for (std::size_t j = 0; j < m; ++j) {
+    const Quadrupole& q = cells[j].quadrupole;
+    for (int a = 0; a < 3; ++a) c[a * m + j] = cells[j].centre[a];
+    for (int k = 0; k < 6; ++k) c[(3 + k) * m + j] = q[k];
+    c[9 * m + j] = q[0] + q[1] + q[2];
   }
+  HWY_DYNAMIC_DISPATCH(kernel_detail::QuadrupoleTerm)
+  (t.data(), t.data() + n, t.data() + 2 * n, t.data() + 3 * n, t.data() + 4 * n, t.data() + 5 * n, n, c.data(), m,
+   eps2);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int a = 0; a < 3; ++a) accelerations[i][a] = t[(3 + a) * n + i];
 }
 
 }  // namespace domex
