@@ -2,7 +2,7 @@
 #pragma once
 // Gravity kernels: Plummer-softened monopole interactions in fp32, vectorised
 // with Google Highway and dispatched at run time (AVX-512, AVX2, SSE4, scalar),
-// and the quadrupole term of cells in fp64.
+// and the quadrupole term of cells in fp64 (vectorised over targets, dispatched alike).
 
 #include <domex/tree/octree.hpp>
 
