@@ -47,10 +47,14 @@ struct GridComms {
   }
   int columns = 1;
   std::unique_ptr<Comm> row, column;  // rank in row = column index, rank in column = row index
+  // Buffers reused from call to call (capacity kept: a large message does not
+  // pay for fresh pages every call).
+  std::vector<std::vector<std::byte>> outgoing, forward;
+  std::vector<ByteBuffer> row_storage, column_storage;
 };
 
-/// What one member received in a hop: a view of bytes owned by `storage`
-/// (or, for the member itself, by the outgoing buffer).
+/// What one member received in a hop: a view of bytes owned by the hop's
+/// storage (or, for the member itself, by the outgoing buffer).
 struct Received {
   const std::byte* data = nullptr;
   std::size_t size = 0;
@@ -62,7 +66,7 @@ struct Received {
 /// point-to-point in pieces, received into uninitialised storage. Returns
 /// whether any member reported a failure; then no data moves.
 bool hop(const Comm& group, const std::vector<std::vector<std::byte>>& outgoing, std::vector<Received>& incoming,
-         std::vector<std::unique_ptr<std::byte[]>>& storage, bool failed, int tag, std::size_t piece) {
+         std::vector<ByteBuffer>& storage, bool failed, int tag, std::size_t piece) {
   const auto members = static_cast<std::size_t>(group.size());
   std::vector<std::uint64_t> send_counts(members), receive_counts(members);
   for (std::size_t m = 0; m < members; ++m) send_counts[m] = failed ? failed_mark : outgoing[m].size();
@@ -72,6 +76,7 @@ bool hop(const Comm& group, const std::vector<std::vector<std::byte>>& outgoing,
     return true;
   const auto me = static_cast<std::size_t>(group.rank());
   incoming.assign(members, {});
+  storage.resize(members);
   std::vector<MPI_Request> requests;
   for (std::size_t m = 0; m < members; ++m) {
     const std::size_t bytes = receive_counts[m];
@@ -79,7 +84,8 @@ bool hop(const Comm& group, const std::vector<std::vector<std::byte>>& outgoing,
       incoming[m] = {outgoing[m].data(), outgoing[m].size()};
       continue;
     }
-    std::byte* target = storage.emplace_back(std::make_unique_for_overwrite<std::byte[]>(bytes)).get();
+    storage[m].resize(bytes);
+    std::byte* target = storage[m].data();
     incoming[m] = {target, bytes};
     for (std::size_t p = 0, pieces = piece_count(bytes, piece); p < pieces; ++p) {
       const std::size_t begin = p * piece;
@@ -140,7 +146,12 @@ void run_grid(Call& call) {
   // buffers. Buffers are reserved to their final size (no regrowth copies).
   const auto in_my_column = [&](int destination) { return destination % columns == my_column; };
   const auto column_slot = [&](int destination) { return static_cast<std::size_t>(destination / columns); };
-  std::vector<std::vector<std::byte>> outgoing(row_members), forward(column_members);
+  auto& outgoing = grid.outgoing;
+  auto& forward = grid.forward;
+  outgoing.resize(row_members);
+  forward.resize(column_members);
+  for (auto& buffer : outgoing) buffer.clear();
+  for (auto& buffer : forward) buffer.clear();
   std::vector<std::size_t> row_bytes(row_members), column_bytes(column_members);
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
     if (call.to_self(i)) continue;
@@ -159,8 +170,7 @@ void run_grid(Call& call) {
                     {rank, destination, static_cast<std::uint64_t>(call.bytes(i))}, call.payload(i));
   }
   std::vector<Received> incoming, arrived;
-  std::vector<std::unique_ptr<std::byte[]>> storage;
-  bool failed = hop(*grid.row, outgoing, incoming, storage, call.failed_here, call.tag, call.piece);
+  bool failed = hop(*grid.row, outgoing, incoming, grid.row_storage, call.failed_here, call.tag, call.piece);
 
   // Hop 2, along the column: to the destination's row. A failure seen in
   // hop 1 travels on as the mark, so every rank learns it.
@@ -181,7 +191,7 @@ void run_grid(Call& call) {
         append_record(forward[column_slot(header.destination)], header, payload);
       });
   }
-  failed = hop(*grid.column, forward, arrived, storage, failed, call.tag, call.piece);
+  failed = hop(*grid.column, forward, arrived, grid.column_storage, failed, call.tag, call.piece);
   call.failed_somewhere = failed;
   if (failed) return;
 

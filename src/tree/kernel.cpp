@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 HWY_BEFORE_NAMESPACE();
 namespace domex::kernel_detail {
@@ -93,14 +94,81 @@ void GravityBlocks(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, c
     }
 }
 
+// Sources in vectors, targets broadcast four at a time (each source vector
+// loaded once for four targets), lane sums reduced at the end of the list:
+// no target padding is computed, so a group of any size costs its own
+// interactions only. The list's last partial vector is copied, padded with
+// massless sources, so any source count works.
+template <bool Softened>
+void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
+                    float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t target_count,
+                    const float* HWY_RESTRICT sx, const float* HWY_RESTRICT sy, const float* HWY_RESTRICT sz,
+                    const float* HWY_RESTRICT sm, std::size_t source_count, float eps2) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto softening = hn::Set(d, eps2);
+  const auto half = hn::Set(d, 0.5f);
+  const auto three_halves = hn::Set(d, 1.5f);
+  const auto zero = hn::Zero(d);
+  auto inverse_distance = [&](auto r2) HWY_ATTR {
+    auto y = hn::ApproximateReciprocalSqrt(r2);
+    y = hn::Mul(y, hn::NegMulAdd(hn::Mul(hn::Mul(half, r2), y), y, three_halves));
+    if constexpr (Softened) {
+      return y;
+    } else {
+      return hn::IfThenElseZero(hn::Gt(r2, zero), y);
+    }
+  };
+  // The last partial vector of sources, padded with zero masses.
+  const std::size_t full = source_count / lanes * lanes;
+  HWY_ALIGN float tail[4][hn::MaxLanes(d)] = {};
+  for (std::size_t j = full; j < source_count; ++j) {
+    tail[0][j - full] = sx[j];
+    tail[1][j - full] = sy[j];
+    tail[2][j - full] = sz[j];
+    tail[3][j - full] = sm[j];
+  }
+  constexpr std::size_t block = 4;
+  std::size_t i = 0;
+  const auto targets = [&](std::size_t first, auto count_tag) HWY_ATTR {
+    constexpr std::size_t count = decltype(count_tag)::value;
+    hn::Vec<decltype(d)> x[count], y[count], z[count], sum_x[count], sum_y[count], sum_z[count];
+    for (std::size_t t = 0; t < count; ++t) {
+      x[t] = hn::Set(d, tx[first + t]), y[t] = hn::Set(d, ty[first + t]), z[t] = hn::Set(d, tz[first + t]);
+      sum_x[t] = sum_y[t] = sum_z[t] = zero;
+    }
+    const auto interact = [&](const float* px, const float* py, const float* pz, const float* pm) HWY_ATTR {
+      const auto xj = hn::LoadU(d, px), yj = hn::LoadU(d, py), zj = hn::LoadU(d, pz), mj = hn::LoadU(d, pm);
+      for (std::size_t t = 0; t < count; ++t) {
+        const auto dx = hn::Sub(xj, x[t]), dy = hn::Sub(yj, y[t]), dz = hn::Sub(zj, z[t]);
+        const auto r2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::MulAdd(dx, dx, softening)));
+        const auto q = inverse_distance(r2);
+        const auto f = hn::Mul(hn::Mul(mj, q), hn::Mul(q, q));
+        sum_x[t] = hn::MulAdd(f, dx, sum_x[t]);
+        sum_y[t] = hn::MulAdd(f, dy, sum_y[t]);
+        sum_z[t] = hn::MulAdd(f, dz, sum_z[t]);
+      }
+    };
+    for (std::size_t j = 0; j < full; j += lanes) interact(sx + j, sy + j, sz + j, sm + j);
+    if (full < source_count) interact(tail[0], tail[1], tail[2], tail[3]);
+    for (std::size_t t = 0; t < count; ++t) {
+      ax[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_x[t]));
+      ay[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_y[t]));
+      az[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_z[t]));
+    }
+  };
+  for (; i + block <= target_count; i += block) targets(i, std::integral_constant<std::size_t, block>{});
+  for (; i < target_count; ++i) targets(i, std::integral_constant<std::size_t, 1>{});
+}
+
 void Gravity(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
              float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t target_count,
              const float* HWY_RESTRICT sx, const float* HWY_RESTRICT sy, const float* HWY_RESTRICT sz,
              const float* HWY_RESTRICT sm, std::size_t source_count, float eps2) {
   if (eps2 > 0)
-    GravityBlocks<true>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
+    GravitySources<true>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
   else
-    GravityBlocks<false>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
+    GravitySources<false>(tx, ty, tz, ax, ay, az, target_count, sx, sy, sz, sm, source_count, eps2);
 }
 
 void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double origin, float* HWY_RESTRICT out) {

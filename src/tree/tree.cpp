@@ -695,8 +695,7 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
   // fp32 relative to the centre of the group's box.
   const Box& box = group_boxes[group];
   const Point origin{0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
-  const std::size_t padded = (count + gravity_kernel_padding - 1) / gravity_kernel_padding * gravity_kernel_padding;
-  for (auto* v : {&b.tx, &b.ty, &b.tz, &b.ax, &b.ay, &b.az}) v->assign(padded, 0.0f);
+  for (auto* v : {&b.tx, &b.ty, &b.tz, &b.ax, &b.ay, &b.az}) v->assign(count, 0.0f);
   for (std::size_t i = 0; i < count; ++i) {
     const Point& p = positions[begin + i];
     b.tx[i] = static_cast<float>(p[0] - origin[0]);

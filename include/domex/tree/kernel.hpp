@@ -14,8 +14,7 @@ namespace domex {
 
 /// Targets of one interaction list in fp32 structure-of-arrays form,
 /// positions relative to a nearby origin (the group's centre) so that fp32
-/// differences keep their precision. The count must be a multiple of
-/// gravity_kernel_padding(); the accelerations are added to.
+/// differences keep their precision. Any count; the accelerations are added to.
 struct KernelTargets {
   std::span<const float> x, y, z;
   std::span<float> ax, ay, az;
@@ -26,12 +25,13 @@ struct KernelSources {
   std::span<const float> x, y, z, mass;
 };
 
-/// Target counts must be multiples of this (pad with any position; padded
-/// targets are computed and ignored).
+/// Kept for callers written when target counts had to be multiples of it;
+/// gravity_kernel now takes any count (padding only costs time).
 inline constexpr std::size_t gravity_kernel_padding = 16;
 
-/// a_i += sum_j m_j (x_j - x_i) / (|x_j - x_i|^2 + eps2)^(3/2), sources in
-/// order j = 0, 1, ... for every target (a fixed summation order). fp32
+/// a_i += sum_j m_j (x_j - x_i) / (|x_j - x_i|^2 + eps2)^(3/2): sources in
+/// vectors, each lane summing every L-th source in order, the lanes then
+/// summed (a fixed summation order for a given list and instruction set). fp32
 /// reciprocal square root estimate refined by one Newton step; a pair at
 /// zero distance with eps2 = 0 contributes nothing. Runtime-dispatched to the
 /// best instruction set of this CPU.
