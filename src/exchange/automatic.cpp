@@ -39,6 +39,9 @@ constexpr double learning_budget = 0.05;
 /// Every challenger epoch is charged at least this slowdown (a near-tie
 /// still costs the noise of switching).
 constexpr double least_slowdown = 0.05;
+/// ... and a never-measured algorithm at most this one, whatever the model
+/// predicts (a model fitted on another machine can be off by 2x).
+constexpr double untried_slowdown = 0.5;
 /// A candidate that lost is not re-timed for this many calls of its class,
 /// doubling with each further loss.
 constexpr std::uint64_t first_backoff = 256, last_backoff = std::uint64_t{1} << 24;
@@ -128,9 +131,13 @@ double incumbent_seconds(const ClassState& cls) {
 double expected_cost(const AutomaticState& state, const ClassState& cls, Algorithm algorithm) {
   const std::size_t at = index_of(algorithm);
   const double best = incumbent_seconds(cls);
-  const double own = cls.report.seconds[at] >= 0 ? cls.report.seconds[at] : cls.predicted[at] * best /
-                                                                               std::max(cls.predicted[index_of(cls.report.chosen)], 1e-300);
-  const double slowdown = std::max(own / std::max(best, 1e-300) - 1, least_slowdown);
+  // Never measured: the model's slowdown, but at most untried_slowdown (a
+  // model fitted elsewhere can be off by 2x: it must not hide an algorithm).
+  const double slowdown =
+      cls.report.seconds[at] >= 0
+          ? std::max(cls.report.seconds[at] / std::max(best, 1e-300) - 1, least_slowdown)
+          : std::clamp(cls.predicted[at] / std::max(cls.predicted[index_of(cls.report.chosen)], 1e-300) - 1,
+                       least_slowdown, untried_slowdown);
   const double setup = has_setup(algorithm) && !state.set_up[at] ? setup_seconds(algorithm, cls.max_bytes) : 0;
   return slowdown * best * static_cast<double>(measuring_epoch) + setup;
 }
@@ -242,9 +249,15 @@ void record(ClassState& cls, double seconds_per_call, double warm_up) {
   for (Algorithm a : cls.ranked) measured += known(cls, a) ? 1 : 0;
   if (measured < explored_first) return;
   if (cls.recheck_stage == 2) {
-    // Back off while the incumbent holds; recheck soon after a change.
+    // Back off while the incumbent holds and every algorithm has been
+    // measured (until then the budget alone sets the pace); recheck soon
+    // after a change.
+    const bool all_measured =
+        std::all_of(r.seconds.begin(), r.seconds.end(), [](double seconds) { return seconds >= 0; });
     cls.recheck_stage = 0;
-    cls.recheck_after = best == r.chosen ? std::min(2 * cls.recheck_after, last_recheck) : first_recheck;
+    cls.recheck_after = !all_measured       ? 2
+                        : best == r.chosen  ? std::min(2 * cls.recheck_after, last_recheck)
+                                            : first_recheck;
   }
   if (cls.recheck_stage == 0) {
     r.chosen = best;
