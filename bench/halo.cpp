@@ -106,15 +106,30 @@ void box_average(const HaloPlan& plan, const std::vector<double>& in, std::vecto
     }
 }
 
+/// The process grid of the weak-scaling runs: MPI_Dims_create's balanced
+/// factors with the most ranks on z, as CartesianGrid itself splits a cube
+/// (on ties it splits the slowest axis first, whose faces are contiguous
+/// rows: the cheapest to pack).
+std::array<int, 3> process_dims(const Comm& comm) {
+  int dims[3] = {0, 0, 0};
+  check_mpi(MPI_Dims_create(comm.size(), 3, dims), "MPI_Dims_create");
+  return {dims[2], dims[1], dims[0]};
+}
+
+/// A periodic grid of n^3 cells per rank on `dims`.
+CartesianGrid cubes_grid(const Comm& comm, const std::array<int, 3>& dims, std::size_t n) {
+  return CartesianGrid(comm,
+                       {n * static_cast<std::size_t>(dims[0]), n * static_cast<std::size_t>(dims[1]),
+                        n * static_cast<std::size_t>(dims[2])},
+                       {.dims = dims, .periodic = {true, true, true}});
+}
+
 Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, const std::string& variant_name,
             int depth, std::size_t exchanged, int work) {
   const Variant variant = variant_from_string(variant_name);
-  int dims[3] = {0, 0, 0};
-  check_mpi(MPI_Dims_create(comm.size(), 3, dims), "MPI_Dims_create");
+  const auto dims = process_dims(comm);
   const std::size_t n = options.cells;
-  CartesianGrid grid(comm, {n * static_cast<std::size_t>(dims[0]), n * static_cast<std::size_t>(dims[1]),
-                            n * static_cast<std::size_t>(dims[2])},
-                     {.dims = {dims[0], dims[1], dims[2]}, .periodic = {true, true, true}});
+  const CartesianGrid grid = cubes_grid(comm, dims, n);
   HaloPlan plan(grid, {.depth = depth, .stencil = variant.stencil, .method = variant.method});
   std::vector<std::vector<double>> fields(options.fields, std::vector<double>(plan.cells()));
   std::vector<double> scratch(plan.cells());
@@ -243,12 +258,9 @@ void run_halo(const HaloBenchOptions& options) {
     double chosen_s, best_s;
   };
   std::vector<Choice> choices;
-  int dims[3] = {0, 0, 0};
-  MPI_Dims_create(comm.size(), 3, dims);
+  const auto dims = process_dims(comm);
   const std::size_t n = options.cells;
-  CartesianGrid grid(comm, {n * static_cast<std::size_t>(dims[0]), n * static_cast<std::size_t>(dims[1]),
-                            n * static_cast<std::size_t>(dims[2])},
-                     {.dims = {dims[0], dims[1], dims[2]}, .periodic = {true, true, true}});
+  const CartesianGrid grid = cubes_grid(comm, dims, n);
   for (const Row& r : rows) {
     if (r.variant != "plan/full" || r.depth != 1) continue;
     const double seconds_per_cell = r.compute_s / static_cast<double>(grid.owned_cells());
