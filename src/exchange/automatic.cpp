@@ -35,7 +35,7 @@ constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs 
 /// time the class has run at its best known speed (their measured or
 /// predicted slowdown times the epoch, the RMA setup included), so a slow
 /// candidate is re-timed rarely and a hopeless one almost never.
-constexpr double learning_budget = 0.05;
+constexpr double learning_budget = 0.03;
 /// Every challenger epoch is charged at least this slowdown (a near-tie
 /// still costs the noise of switching).
 constexpr double least_slowdown = 0.05;
