@@ -52,8 +52,8 @@ LetMode let_mode_from_string(std::string_view name);
 ///     only 3-4x below monopoles' (Plummer: 3x below FDPS's): the truncation
 ///     error falls from ~(b/d)^2 to ~(b/d)^3, with b/d up to ~theta.
 enum class Opening {
-  cell,       ///< l = the Morton cell's edge, or its farthest corner from the centre of mass if farther
-              ///< (FDPS's test with Barnes's b_max guard)
+  cell,       ///< l = cell_edge_factor (1.15, octree.hpp) x the Morton cell's edge, or its farthest corner
+              ///< from the centre of mass if farther (FDPS's test, a little stricter, with Barnes's b_max guard)
   particles,  ///< l = b_max, the largest distance from the centre of mass to a particle of the cell
               ///< (PKDGRAV's and Bonsai's test; an upper bound above the leaves): a shorter length
 };
