@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -43,6 +44,7 @@ struct TreeBenchOptions {
   double softening = 1.0 / 32;
   bool fp64_accumulation = false;
   std::size_t error_samples = 2000;  ///< 0: no force error
+  std::uint64_t seed = 2024;         ///< rank r draws its particles from the stream seed + r
   std::string json;
 };
 
@@ -57,7 +59,7 @@ Box root_of(const std::string& distribution) {
 void generate(const Comm& comm, const TreeBenchOptions& options, std::vector<Point>& x, std::vector<double>& m) {
   const auto size = static_cast<std::size_t>(comm.size()), rank = static_cast<std::size_t>(comm.rank());
   const std::size_t count = options.particles * (rank + 1) / size - options.particles * rank / size;
-  std::mt19937_64 random(2024 + rank);
+  std::mt19937_64 random(options.seed + rank);
   std::uniform_real_distribution<double> u(0, 1);
   x.resize(count);
   m.assign(count, 1.0 / static_cast<double>(options.particles));
@@ -302,6 +304,7 @@ void run_tree(const TreeBenchOptions& options) {
                   {{"ranks", comm.size()},
                    {"particles", options.particles},
                    {"distribution", options.distribution},
+                   {"seed", options.seed},
                    {"leaf_limit", options.leaf_limit},
                    {"group_limit", options.group_limit},
                    {"quadrupole", options.quadrupole},
@@ -342,6 +345,8 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--softening", options->softening, "Plummer softening length")->capture_default_str();
   command->add_flag("--fp64-accumulation", options->fp64_accumulation, "fp64 sums of fp32 partial sums");
   command->add_option("--error-samples", options->error_samples, "particles checked against a direct sum (0: none)")
+      ->capture_default_str();
+  command->add_option("--seed", options->seed, "rank r's particles come from the random stream seed + r")
       ->capture_default_str();
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] { run_tree(*options); });

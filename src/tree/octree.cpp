@@ -140,7 +140,7 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
       const double far = std::max(m.centre[a] - cell.box.lo[a], cell.box.hi[a] - m.centre[a]);
       b2 += far * far;
     }
-    cell.opening = std::max(cell.size, std::sqrt(b2));
+    cell.opening = std::max(cell_edge_factor * cell.size, std::sqrt(b2));
     double bmax = 0;
     Box& box = tight[c];
     if (cell.leaf()) {

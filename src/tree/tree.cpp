@@ -91,10 +91,10 @@ bool overlaps(const Box& a, const Box& b) noexcept {
   return true;
 }
 
-/// A rank's opening length, as for a cell: with Opening::cell the longest
-/// edge of its particles' box, or the farthest corner from its centre of mass
-/// if farther; with Opening::particles its root cell's b_max, or that corner
-/// if nearer.
+/// A rank's opening length, as for a cell: with Opening::cell
+/// cell_edge_factor x the longest edge of its particles' box, or the farthest
+/// corner from its centre of mass if farther; with Opening::particles its
+/// root cell's b_max, or that corner if nearer.
 double opening_length(const RankSummary& rank, Opening opening) noexcept {
   const Box& box = rank.bounds;
   const Point& centre = rank.root.centre;
@@ -104,7 +104,8 @@ double opening_length(const RankSummary& rank, Opening opening) noexcept {
     b2 += far * far;
   }
   if (opening == Opening::particles) return std::min(rank.bmax, std::sqrt(b2));
-  return std::max({box.hi[0] - box.lo[0], box.hi[1] - box.lo[1], box.hi[2] - box.lo[2], std::sqrt(b2)});
+  const double edge = std::max({box.hi[0] - box.lo[0], box.hi[1] - box.lo[1], box.hi[2] - box.lo[2]});
+  return std::max(cell_edge_factor * edge, std::sqrt(b2));
 }
 
 /// The opening test: a source is used whole if the distance from the target

@@ -151,7 +151,8 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
   //    the same cost: the truncation error falls only from (b/d)^2 to (b/d)^3);
   //  - quadrupoles, particles (b_max) test, theta 0.28: a tenth of them (the
   //    issue's quadrupole target), for at most 2.2x the interactions of the
-  //    cell test at theta 0.5 (1e5 particles, np 1: 1.8x uniform, 1.9x Plummer).
+  //    cell test at theta 0.5 (1e5 particles, np 1: 1.8x uniform, 1.9x Plummer
+  //    with the cell test's length = the edge; 1.15x the edge: less).
   struct Configuration {
     const char* name;
     domex::TreeOptions options;
@@ -190,6 +191,24 @@ TEST(TreeForce, ErrorAgainstDirectSumNoWorseThanFdps) {
       }
     }
   }
+}
+
+// The p99 of a Plummer sphere is set by the ~20 sampled targets nearest its
+// centre (|a| -> 0), so it varies with the seed: with FDPS's test (length =
+// the cell's edge) it ranged over 1.9e-3..2.9e-3 (seeds 1, 2, 3, 7, 41) around
+// FDPS's 2.5e-3. Seed 7 was the worst; the default test must hold there too.
+TEST(TreeForce, PlummerMonopoleErrorHoldsForAnotherSeed) {
+  if (sanitized) GTEST_SKIP() << "1e5 particles: left to the Release job";
+  domex::Comm comm{MPI_COMM_WORLD};
+  const std::size_t n = 100000, stride = n / 2000;
+  const auto p = make_particles(comm, Distribution::plummer, n, 7);
+  const auto exact = direct_sums(comm, p, stride);
+  const auto errors = relative_errors(comm, exact, tree_forces(comm, p, {.softening = softening}));
+  ASSERT_EQ(errors.size(), n / stride);
+  const double median = quantile(errors, 0.5), p99 = quantile(errors, 0.99);
+  if (comm.rank() == 0) std::printf("plummer monopole, seed 7: median %.3g p99 %.3g\n", median, p99);
+  EXPECT_LE(median, 4.8e-4);
+  EXPECT_LE(p99, 2.5e-3);
 }
 
 TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {

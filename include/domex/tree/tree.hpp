@@ -47,13 +47,14 @@ LetMode let_mode_from_string(std::string_view name);
 ///     at ~the same cost: p99 1.3-1.4x larger);
 ///   - quadrupoles: `particles` does (~15% fewer interactions for the same
 ///     median error). Errors a tenth of FDPS's monopole figures at theta 0.5
-///     take `particles` at theta 0.28, ~1.8x (uniform) and ~1.9x (Plummer)
-///     the interactions of `cell` at theta 0.5. There quadrupoles give errors
-///     only 3-4x below monopoles' (Plummer: 3x below FDPS's): the truncation
-///     error falls from ~(b/d)^2 to ~(b/d)^3, with b/d up to ~theta.
+///     take `particles` at theta 0.28, ~1.4x (uniform) and ~1.5x (Plummer)
+///     the interactions of `cell` at theta 0.5 (1.8x and 1.9x when `cell`'s
+///     length was the edge as is). There quadrupoles give errors only 3-6x
+///     below monopoles': the truncation error falls from ~(b/d)^2 to
+///     ~(b/d)^3, with b/d up to ~theta.
 enum class Opening {
-  cell,       ///< l = the Morton cell's edge, or its farthest corner from the centre of mass if farther
-              ///< (FDPS's test with Barnes's b_max guard)
+  cell,       ///< l = cell_edge_factor (1.15, octree.hpp) x the Morton cell's edge, or its farthest corner
+              ///< from the centre of mass if farther (FDPS's test, a little stricter, with Barnes's b_max guard)
   particles,  ///< l = b_max, the largest distance from the centre of mass to a particle of the cell
               ///< (PKDGRAV's and Bonsai's test; an upper bound above the leaves): a shorter length
 };
