@@ -87,19 +87,22 @@ case ${1:-} in
     [[ $# -eq 0 ]] && ranks=(64 128)
     export OMP_NUM_THREADS=1
     # P = 64: the four modes in one simulation; above, one simulation per mode
-    # (at 256 neither the four in one nor p2p_fast or alltoallv alone finished
-    # in 10 minutes on the shared 2-core machine).
+    # (at 256 on IB neither the four in one nor p2p_fast or alltoallv alone
+    # finished in 10 minutes on the shared 2-core machine; Tofu's did, 261-575 s:
+    # sim/runs.sh let 256 runs both).
     tree_flags=(--threads 1 --error-samples 0 --steps 1)
-    for P in "${ranks[@]}"; do
-      if ((P <= 64)); then
-        run "tree-ib-$P" ib "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" \
-          --lets alltoallv p2p_exact p2p_fast sparse --json "tree-ib-$P.json"
-      else
-        for mode in p2p_fast sparse alltoallv p2p_exact; do
-          run "tree-ib-$P-$mode" ib "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" --lets "$mode" \
-            --json "tree-ib-$P-$mode.json"
-        done
-      fi
+    for platform in ib tofu; do
+      for P in "${ranks[@]}"; do
+        if ((P <= 64)); then
+          run "tree-$platform-$P" "$platform" "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" \
+            --lets alltoallv p2p_exact p2p_fast sparse --json "tree-$platform-$P.json"
+        else
+          for mode in alltoallv sparse p2p_fast p2p_exact; do
+            run "tree-$platform-$P-$mode" "$platform" "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" \
+              --lets "$mode" --json "tree-$platform-$P-$mode.json"
+          done
+        fi
+      done
     done ;;
   model)
     # The platform-fitted cost model of the sparse study (sim/README.md):
