@@ -39,10 +39,12 @@ struct HaloBenchOptions {
   std::vector<int> depths{1, 2, 3};
   std::vector<std::size_t> exchanged{1, 2, 4, 8};  ///< experiment A: fields exchanged
   std::vector<int> work{0, 16, 64};                ///< experiment B: extra flops per cell and field
+  double cell_seconds = 0;  ///< > 0: the kernel replaced by this cost per cell update (all fields)
   std::vector<std::string> variants{"plan/full", "plan/full/interlaced", "plan/faces", "neighbor_alltoallv/full",
                                     "naive/full"};
   int steps = 12;
   int repeats = 3;
+  int back_to_back = 10;  ///< exchanges timed alone per repeat
   std::string experiments = "AB";
   std::string json;
 };
@@ -124,6 +126,18 @@ CartesianGrid cubes_grid(const Comm& comm, const std::array<int, 3>& dims, std::
                        {.dims = dims, .periodic = {true, true, true}});
 }
 
+/// The kernel replaced by a fixed cost (--cell-seconds): simulated time under
+/// SMPI (the host computes nothing, so the simulated time does not depend on
+/// its speed or load, and large simulations stay fast), a spin otherwise.
+void spend(double seconds) {
+#ifdef DOMEX_SMPI
+  smpi_execute(seconds);
+#else
+  for (const double end = MPI_Wtime() + seconds; MPI_Wtime() < end;) {
+  }
+#endif
+}
+
 Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, const std::string& variant_name,
             int depth, std::size_t exchanged, int work) {
   const Variant variant = variant_from_string(variant_name);
@@ -178,16 +192,22 @@ Row run_row(const Comm& comm, const HaloBenchOptions& options, char experiment, 
         // Deep halo: step s after an exchange updates the owned cells plus
         // depth - s ghost layers (redundantly computed, no message needed).
         const double start = MPI_Wtime();
-        for (auto& field : fields) {
-          box_average(plan, field, scratch, depth - since - 1, work);
-          field.swap(scratch);
+        if (options.cell_seconds > 0) {
+          const auto grow = static_cast<std::size_t>(2 * (depth - since - 1));
+          const auto n = plan.grid().local_cells();
+          spend(options.cell_seconds * static_cast<double>((n[0] + grow) * (n[1] + grow) * (n[2] + grow)));
+        } else {
+          for (auto& field : fields) {
+            box_average(plan, field, scratch, depth - since - 1, work);
+            field.swap(scratch);
+          }
         }
         local_compute += MPI_Wtime() - start;
       }
     });
     // The exchange alone: what the alpha-beta fit and the method comparison
     // use (the halo time of a step also holds the wait for slower ranks).
-    constexpr int back_to_back = 10;
+    const int back_to_back = options.back_to_back;
     const double exchanges = time_collective(comm, [&] {
       for (int e = 0; e < back_to_back; ++e) exchange();
     });
@@ -312,10 +332,10 @@ void run_halo(const HaloBenchOptions& options) {
                 r.exchange_s / bound(r), 1e3 * r.step_s, 1e3 * r.compute_s, 1e3 * r.halo_s,
                 100 * r.compute_s / (r.compute_s + r.halo_s));
   std::printf("(msgs: MPI messages per exchange: the plan sends one per distinct neighbour rank, none to itself;\n"
-              " exch: one exchange alone, median of %d x 10 back-to-back; x bound: exch / (3 x bytes at memcpy speed\n"
+              " exch: one exchange alone, median of %d x %d back-to-back; x bound: exch / (3 x bytes at memcpy speed\n"
               " %.1f GB/s, measured here in cache: pack, one MPI copy, unpack); step: wall time per step; compute,\n"
               " halo: per step, max over ranks; halo includes waiting for slower ranks)\n",
-              options.repeats, 1e-9 * memcpy_bytes_per_s);
+              options.repeats, options.back_to_back, 1e-9 * memcpy_bytes_per_s);
   std::printf("fit over the plan rows: time per exchange = alpha * messages + beta * bytes, alpha = %.3f us, "
               "beta = %.3f ns/B\n",
               1e6 * alpha, 1e9 * beta);
@@ -350,11 +370,17 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--exchanged", options->exchanged, "experiment A: fields exchanged (1, 2, 4, 8)")
       ->capture_default_str();
   command->add_option("--work", options->work, "experiment B: extra flops per cell and field")->capture_default_str();
+  command->add_option("--cell-seconds", options->cell_seconds,
+                      "> 0: no kernel, this many seconds per cell update instead (simulated time under SMPI)")
+      ->capture_default_str();
   command->add_option("--variants", options->variants, "method/stencil[/interlaced]: plan|neighbor_alltoallv|naive / full|faces")
       ->capture_default_str();
   command->add_option("--steps", options->steps, "steps per repeat (a multiple of every depth)")->capture_default_str();
   command->add_option("--repeats", options->repeats, "timed repeats per row (median)")->capture_default_str();
   command->add_option("--experiments", options->experiments, "A, B or AB")->capture_default_str();
+  command->add_option("--back-to-back", options->back_to_back, "exchanges timed alone per repeat (>= 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] { run_halo(*options); });
 }};

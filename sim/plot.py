@@ -5,7 +5,8 @@ SIMULATED with its platform, calibration and command.
 
   sim/plot.py sparse docs/sim-sparse.png ib:64=ib-64.json ib:256=ib-256.json tofu:64=...
   sim/plot.py counts docs/sim-counts.png ib:36=counts-36.txt ...
-  sim/plot.py halo docs/sim-halo.png ib:64=halo-64.json ...
+  sim/plot.py halo docs/sim-halo.png ib/24:64=halo-ib-24-64.json ...   (platform/cells per rank:P)
+  sim/plot.py let docs/sim-let.png ib:64=tree-ib-64.json ...
 """
 import json
 import os
@@ -35,8 +36,8 @@ def runs(arguments):
     return out
 
 
-def footer(fig, platforms, command):
-    lines = ["SIMULATED (SimGrid 3.32 SMPI, no computation, calibrated per-message overheads)"]
+def footer(fig, platforms, command, computation="no computation"):
+    lines = [f"SIMULATED (SimGrid 3.32 SMPI, {computation}, calibrated per-message overheads)"]
     lines += [f"{p}: {CALIBRATION.get(p, p)}" for p in platforms]
     lines.append(command)
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, va="bottom", family="monospace")
@@ -124,7 +125,113 @@ def counts(output, arguments):
     fig.savefig(output, dpi=110)
 
 
+def halo_rows(path):
+    """-> {k: row} of the plan/full rows of a domex-bench halo JSON, plus the cells per rank."""
+    data = json.load(open(path))
+    rows = {r["depth"]: r for r in data["rows"] if r["variant"] == "plan/full"}
+    return rows, data["cells_per_rank"], data["dims"]
+
+
+def halo(output, arguments):
+    """Deep halo, weak scaling: per platform and cells per rank (label platform:P or
+    platform/cells:P), per k: the compute share compute / (compute + halo) (the seed's
+    efficiency) and the parallel efficiency owned-cell work / step time (redundant
+    ghost-zone work counts as overhead), against P."""
+    items = runs(arguments)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    series = {}
+    for label, ranks, path in items:
+        rows, cells, dims = halo_rows(path)
+        for k, r in rows.items():
+            series.setdefault((label, k), {})[ranks] = (r, cells, dims)
+    colors = {}
+    print("\n| platform | cells/rank | P | dims | k | step ms | compute ms | halo ms | compute share | "
+          "parallel efficiency | weak scaling t(P_min)/t(P) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for (label, k), points in sorted(series.items()):
+        xs = sorted(points)
+        first = points[xs[0]][0]["step_s"]
+        share, useful = [], []
+        for x in xs:
+            r, cells, dims = points[x]
+            # the owned cells' work: compute time of the step that updates no ghosts,
+            # i.e. compute_s scaled by owned / updated cells averaged over the k steps
+            updated = sum((cells + 2 * (k - 1 - s)) ** 3 for s in range(k)) / k
+            owned_s = r["compute_s"] * cells**3 / updated
+            share.append(100 * r["compute_s"] / (r["compute_s"] + r["halo_s"]))
+            useful.append(100 * owned_s / r["step_s"])
+            print(f"| {label.split('/')[0]} | {cells}^3 | {x} | {'x'.join(map(str, dims))} | {k} | "
+                  f"{1e3 * r['step_s']:.3f} | {1e3 * r['compute_s']:.3f} | {1e3 * r['halo_s']:.3f} | "
+                  f"{share[-1]:.1f} % | {useful[-1]:.1f} % | {100 * first / r['step_s']:.1f} % |")
+        style = {1: "o-", 2: "s--", 3: "^:"}.get(k, "x-")
+        color = colors.setdefault(label, f"C{len(colors)}")
+        name = f"{label.replace('/', ', ')}^3, k={k}"
+        axes[0].plot(xs, share, style, color=color, label=name)
+        axes[1].plot(xs, useful, style, color=color, label=name)
+    for axis, what in zip(axes, ["compute share: compute / (compute + halo) [%]",
+                                 "parallel efficiency: owned-cell work / step time [%]"]):
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel("simulated ranks P (one per node), weak scaling")
+        axis.set_ylabel(what)
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend(fontsize=7)
+    axes[0].axhspan(94, 98, color="grey", alpha=0.12, label="seed: 94-98 % (k = 1)")
+    axes[0].axhspan(97, 99, color="green", alpha=0.08, label="seed: 97-99 % (deep halo)")
+    axes[0].legend(fontsize=7)
+    axes[0].set_title("SIMULATED deep halo: compute share\n(redundant ghost-zone work counted as compute)", fontsize=10)
+    axes[1].set_title("SIMULATED deep halo: parallel efficiency\n(redundant ghost-zone work counted as overhead)",
+                      fontsize=10)
+    footer(fig, sorted({l.split("/")[0] for l, _, _ in items}),
+           "sim/run <platform> <P> halo --experiments A --exchanged 8 --variants plan/full --depths 1 2 3 --steps 6 "
+           "--repeats 1 --back-to-back 1 --cells <n> --cell-seconds 6.2e-7\n(sim/runs.sh halo; at 256 one run per k, "
+           "--depths k --steps k): 8 fields, 26 neighbours; "
+           "0.62 us of simulated time per cell update = domex-mhd's compute per cell and step (np 1, development machine)",
+           computation="computation injected: smpi_execute per step")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
+def let(output, arguments):
+    """LET exchange modes of domex-bench tree: per platform:P, per mode, the slowest
+    rank's build LET (allgather of the rank summaries + the walks) and exchange LET."""
+    items = runs(arguments)
+    fig, axis = plt.subplots(figsize=(10, 5.2))
+    labels, table = [], {}
+    print("\n| platform | P | particles/rank | mode | LET messages (max rank) | LET items (max rank) | "
+          "build LET ms | exchange LET ms | sum ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for platform, ranks, path in items:
+        data = json.load(open(path))
+        label = f"{platform} P={ranks}"  # several files (one per mode) may share a label
+        if label not in labels:
+            labels.append(label)
+        for row in data["rows"]:
+            phases = {p["name"]: p["max_s"] * 1e3 for p in row["phases"]}
+            build, exchange = phases.get("build LET", 0), phases.get("exchange LET", 0)
+            table.setdefault(row["let"], {})[label] = (build, exchange)
+            print(f"| {platform} | {ranks} | {data['particles'] // ranks} | {row['let']} | {row['let_messages']} | "
+                  f"{row['let_items']} | {build:.3f} | {exchange:.3f} | {build + exchange:.3f} |")
+    width = 0.8 / max(1, len(table))
+    for k, (mode, values) in enumerate(table.items()):
+        xs = [i + k * width for i in range(len(labels))]
+        build = [values.get(l, (0, 0))[0] for l in labels]
+        exchange = [values.get(l, (0, 0))[1] for l in labels]
+        bars = axis.bar(xs, exchange, width, label=f"{mode}: exchange LET")
+        axis.bar(xs, build, width, bottom=exchange, color=bars[0].get_facecolor(), alpha=0.4, hatch="//",
+                 label=f"{mode}: build LET" if k == 0 else None)
+    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(labels))], labels)
+    axis.set_ylabel("ms per step, slowest rank (hatched: build LET)")
+    axis.set_title("SIMULATED LET exchange modes of domex-bench tree (uniform cube, 1 thread per rank)")
+    axis.legend(fontsize=8)
+    axis.grid(True, axis="y", alpha=0.3)
+    footer(fig, sorted({p for p, _, _ in items}),
+           "sim/run <platform> <P> tree --particles 3000P --threads 1 --error-samples 0 --steps 1 "
+           "--lets <mode>\n(sim/runs.sh let: one simulation per mode above P = 64); the host's computation costs no simulated time")
+    fig.tight_layout(rect=(0, 0.14, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
 if __name__ == "__main__":
     kind, output, *rest = sys.argv[1:]
-    {"sparse": sparse, "counts": counts}[kind](output, rest)
+    {"sparse": sparse, "counts": counts, "halo": halo, "let": let}[kind](output, rest)
     print(f"wrote {output}")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
-#   sim/runs.sh sparse | split <P> <platforms...> | counts   (results in build/simruns)
+#   sim/runs.sh sparse | split <P> <platforms...> | counts | halo [P...] | let [P...] | model
+#   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
 #   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...
@@ -48,5 +49,71 @@ case ${1:-} in
     run counts-tofu-36 tofu:6 36 counts --calls 20
     run counts-tofu-72 tofu:8 72 counts --calls 20
     run counts-ib-1024 ib 1024 counts --calls 2 ;;
-  *) sed -n '3,6p' "$0"; exit 2 ;;
+  halo)
+    # sim/runs.sh halo [P...]: deep halo, weak scaling, 26 neighbours, 8 fields.
+    # The kernel is replaced by 0.62 us of simulated time per cell update
+    # (domex-mhd's compute per cell and step, np 1 on the development machine).
+    # The simulation is deterministic, so one repeat and one exchange timed
+    # alone (--back-to-back 1) suffice. P = 64: k = 1, 2, 3 in one simulation
+    # (6 steps); from 256 on one simulation per k with --steps k (the same step
+    # times at 64; three k in one took 290 s at 256 with 10 times fewer exchanges
+    # alone than the bench's default, which itself did not finish in 10 minutes).
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 256)
+    halo_flags=(--experiments A --exchanged 8 --variants plan/full --repeats 1 --back-to-back 1 --cell-seconds 6.2e-7)
+    for cells in 24 12; do
+      for platform in ib tofu; do
+        for P in "${ranks[@]}"; do
+          if ((P <= 64)); then
+            run "halo-$platform-$cells-$P" "$platform" "$P" halo "${halo_flags[@]}" --cells "$cells" --depths 1 2 3 \
+              --steps 6 --json "halo-$platform-$cells-$P.json"
+          else
+            for k in 1 2 3; do
+              run "halo-$platform-$cells-$P-k$k" "$platform" "$P" halo "${halo_flags[@]}" --cells "$cells" --depths "$k" \
+                --steps "$k" --json "halo-$platform-$cells-$P-k$k.json"
+            done
+          fi
+        done
+      done
+    done ;;
+  let)
+    # sim/runs.sh let [P...]: the LET exchange modes of the tree code, 3000
+    # particles per rank (uniform cube), one thread per rank, one timed step
+    # (deterministic), no force error (its allgather of all particles would
+    # not fit at P = 256).
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 128)
+    export OMP_NUM_THREADS=1
+    # P = 64: the four modes in one simulation; above, one simulation per mode
+    # (at 256 on IB neither the four in one nor p2p_fast or alltoallv alone
+    # finished in 10 minutes on the shared 2-core machine; Tofu's did, 261-575 s:
+    # sim/runs.sh let 256 runs both).
+    tree_flags=(--threads 1 --error-samples 0 --steps 1)
+    for platform in ib tofu; do
+      for P in "${ranks[@]}"; do
+        if ((P <= 64)); then
+          run "tree-$platform-$P" "$platform" "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" \
+            --lets alltoallv p2p_exact p2p_fast sparse --json "tree-$platform-$P.json"
+        else
+          for mode in alltoallv sparse p2p_fast p2p_exact; do
+            run "tree-$platform-$P-$mode" "$platform" "$P" tree --particles $((3000 * P)) "${tree_flags[@]}" \
+              --lets "$mode" --json "tree-$platform-$P-$mode.json"
+          done
+        fi
+      done
+    done ;;
+  model)
+    # The platform-fitted cost model of the sparse study (sim/README.md):
+    # domex-bench calibrate at P = 64 on each platform, then automatic alone
+    # at 256 with that model (its choice: the report's `auto->` line).
+    for platform in ib tofu; do
+      run "model-$platform-64" "$platform" 64 calibrate --messages 1 4 26 --sizes 8 4096 --seconds-per-point 0 \
+        --output "model-$platform-64.txt"
+      DOMEX_COST_MODEL=$out/model-$platform-64.txt run "sparse-$platform-256-automatic-model" "$platform" 256 sparse \
+        "${sparse_flags[@]}" --learning-calls 16 --no-plan --algorithms automatic \
+        --json "sparse-$platform-256-automatic-model.json"
+    done ;;
+  *) sed -n '3,7p' "$0"; exit 2 ;;
 esac
