@@ -153,26 +153,19 @@ Block block_of(const HaloPlan& plan, const Region& region) noexcept {
 template <bool Pack, class W>
 std::byte* copy_block(std::byte* data, const Block& b, std::byte* packed) noexcept {
   constexpr std::size_t w = sizeof(W);
-  std::byte* plane = data + b.first * w;
-  if (b.run == 1) {
+  // Rows of one cell: a constant-size copy (a few moves, no call).
+  const auto rows = [&](auto bytes) {
+    std::byte* plane = data + b.first * w;
     for (std::size_t k = 0; k < b.planes; ++k, plane += b.plane * w) {
-      std::byte* cell = plane;
-      for (std::size_t j = 0; j < b.rows; ++j, cell += b.row * w, packed += w) {
-        if constexpr (Pack) std::memcpy(packed, cell, w);
-        else std::memcpy(cell, packed, w);
+      std::byte* cells = plane;
+      for (std::size_t j = 0; j < b.rows; ++j, cells += b.row * w, packed += bytes) {
+        if constexpr (Pack) std::memcpy(packed, cells, bytes);
+        else std::memcpy(cells, packed, bytes);
       }
     }
     return packed;
-  }
-  const std::size_t run = b.run * w;
-  for (std::size_t k = 0; k < b.planes; ++k, plane += b.plane * w) {
-    std::byte* cells = plane;
-    for (std::size_t j = 0; j < b.rows; ++j, cells += b.row * w, packed += run) {
-      if constexpr (Pack) std::memcpy(packed, cells, run);
-      else std::memcpy(cells, packed, run);
-    }
-  }
-  return packed;
+  };
+  return b.run == 1 ? rows(std::integral_constant<std::size_t, w>{}) : rows(b.run * w);
 }
 
 /// Copies one block of a field onto another of the same shape in the same
