@@ -35,8 +35,9 @@ enum class Stencil {
 /// How the messages are sent (the plan is the fast one; the others are the
 /// baselines the benchmark compares with).
 enum class HaloMethod {
-  /// One message per neighbour with all fields packed, persistent requests
-  /// reused every exchange.
+  /// One message per neighbour rank (and round) with all fields and all
+  /// directions to that rank packed, persistent requests reused every
+  /// exchange; ghosts owned by this rank itself are copied in place.
   plan,
   /// MPI_Neighbor_alltoallv on a distributed-graph communicator (one packed
   /// message per neighbour, collective).
