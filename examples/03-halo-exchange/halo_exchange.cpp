@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
         std::printf("WRONG: 03-halo-exchange: some ghost cell holds a wrong value\n");
       else
         std::printf("ok: 03-halo-exchange: %ld ghosts correct on %d ranks (process grid %dx%dx%d), "
-                    "2 fields in %zu messages per rank per exchange\n",
-                    ghosts, comm.size(), dims[0], dims[1], dims[2], halo.messages_per_exchange(2));
+                    "2 fields, %zu neighbour directions in %zu MPI messages per rank per exchange\n",
+                    ghosts, comm.size(), dims[0], dims[1], dims[2], halo.messages_per_exchange(2),
+                    halo.mpi_messages_per_exchange(2));
     }
   }
   MPI_Finalize();
