@@ -27,7 +27,7 @@ namespace domex {
 
 namespace {
 
-constexpr std::uint64_t measuring_epoch = 16;  // calls; the first is not timed (warm-up)
+constexpr std::uint64_t measuring_epoch = 16;  // calls; the first is the warm-up (timed, charged to the budget)
 constexpr std::uint64_t longest_epoch = 256;
 constexpr std::size_t explored_first = 3;      // the model's best three are timed at once, the rest as challengers
 constexpr std::uint64_t first_recheck = 4, last_recheck = 64;  // steady epochs between rechecks
