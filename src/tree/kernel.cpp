@@ -30,12 +30,14 @@ void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, 
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
   const auto softening = hn::Set(d, eps2);
-  const auto half = hn::Set(d, 0.5f);
-  const auto three_halves = hn::Set(d, 1.5f);
+  const auto three = hn::Set(d, 3.0f);
   const auto zero = hn::Zero(d);
+  // Twice 1/sqrt(r2): the estimate y0 refined by one Newton step written as
+  // y0 (3 - r2 y0^2), one multiplication fewer than y0 (1.5 - 0.5 r2 y0^2); the
+  // factor 2^3 of the cube is taken out of the sums at the end (exactly).
   auto inverse_distance = [&](auto r2) HWY_ATTR {
     auto y = hn::ApproximateReciprocalSqrt(r2);
-    y = hn::Mul(y, hn::NegMulAdd(hn::Mul(hn::Mul(half, r2), y), y, three_halves));
+    y = hn::Mul(y, hn::NegMulAdd(hn::Mul(r2, y), y, three));
     if constexpr (Softened) {
       return y;
     } else {
@@ -75,9 +77,9 @@ void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, 
     for (std::size_t j = 0; j < full; j += lanes) interact(sx + j, sy + j, sz + j, sm + j);
     if (full < source_count) interact(tail[0], tail[1], tail[2], tail[3]);
     for (std::size_t t = 0; t < count; ++t) {
-      ax[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_x[t]));
-      ay[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_y[t]));
-      az[first + t] += hn::GetLane(hn::SumOfLanes(d, sum_z[t]));
+      ax[first + t] += 0.125f * hn::GetLane(hn::SumOfLanes(d, sum_x[t]));
+      ay[first + t] += 0.125f * hn::GetLane(hn::SumOfLanes(d, sum_y[t]));
+      az[first + t] += 0.125f * hn::GetLane(hn::SumOfLanes(d, sum_z[t]));
     }
   };
   for (; i + block <= target_count; i += block) targets(i, std::integral_constant<std::size_t, block>{});
@@ -102,6 +104,61 @@ void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double o
   std::size_t i = 0;
   for (; i + lanes <= count; i += lanes) hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::LoadU(dd, values + i), o)), df, out + i);
   for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
+}
+
+// Particle runs from interleaved (x, y, z, mass) records: whole vectors
+// only, so each run's last vector reads records past its end (the array has
+// a vector of slack) and writes past its end (the next run, or the caller's
+// slack, takes those slots).
+std::size_t GatherParticleRuns(const double* HWY_RESTRICT xyzm, const std::uint32_t* HWY_RESTRICT ranges,
+                               std::size_t range_count, const double* HWY_RESTRICT origin, float* HWY_RESTRICT ox,
+                               float* HWY_RESTRICT oy, float* HWY_RESTRICT oz, float* HWY_RESTRICT om) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto x0 = hn::Set(dd, origin[0]), y0 = hn::Set(dd, origin[1]), z0 = hn::Set(dd, origin[2]);
+  std::size_t slot = 0;
+  for (std::size_t r = 0; r < range_count; ++r) {
+    const std::size_t first = ranges[2 * r], length = ranges[2 * r + 1] - first;
+    for (std::size_t i = 0; i < length; i += lanes) {
+      hn::Vec<decltype(dd)> x, y, z, m;
+      hn::LoadInterleaved4(dd, xyzm + 4 * (first + i), x, y, z, m);
+      hn::StoreU(hn::DemoteTo(df, hn::Sub(x, x0)), df, ox + slot + i);
+      hn::StoreU(hn::DemoteTo(df, hn::Sub(y, y0)), df, oy + slot + i);
+      hn::StoreU(hn::DemoteTo(df, hn::Sub(z, z0)), df, oz + slot + i);
+      hn::StoreU(hn::DemoteTo(df, m), df, om + slot + i);
+    }
+    slot += length;
+  }
+  return slot;
+}
+
+// Records gathered by index.
+void GatherRecords(const double* HWY_RESTRICT records, std::size_t stride, const std::uint32_t* HWY_RESTRICT index,
+                   std::size_t count, const double* HWY_RESTRICT origin, float* HWY_RESTRICT ox,
+                   float* HWY_RESTRICT oy, float* HWY_RESTRICT oz, float* HWY_RESTRICT om) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const hn::Rebind<std::int64_t, decltype(dd)> di;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto x0 = hn::Set(dd, origin[0]), y0 = hn::Set(dd, origin[1]), z0 = hn::Set(dd, origin[2]);
+  HWY_ALIGN std::int64_t offsets[hn::MaxLanes(di)];
+  std::size_t j = 0;
+  for (; j + lanes <= count; j += lanes) {
+    for (std::size_t l = 0; l < lanes; ++l) offsets[l] = static_cast<std::int64_t>(index[j + l] * stride);
+    const auto at = hn::Load(di, offsets);
+    hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::GatherIndex(dd, records, at), x0)), df, ox + j);
+    hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::GatherIndex(dd, records + 1, at), y0)), df, oy + j);
+    hn::StoreU(hn::DemoteTo(df, hn::Sub(hn::GatherIndex(dd, records + 2, at), z0)), df, oz + j);
+    hn::StoreU(hn::DemoteTo(df, hn::GatherIndex(dd, records + 3, at)), df, om + j);
+  }
+  for (; j < count; ++j) {
+    const double* record = records + index[j] * stride;
+    ox[j] = static_cast<float>(record[0] - origin[0]);
+    oy[j] = static_cast<float>(record[1] - origin[1]);
+    oz[j] = static_cast<float>(record[2] - origin[2]);
+    om[j] = static_cast<float>(record[3]);
+  }
 }
 
 // The quadrupole term of cells, fp64, vectorised over targets (each cell
@@ -166,6 +223,8 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
 
 std::int64_t Target() { return HWY_TARGET; }
 
+std::size_t DoubleLanes() { return hn::Lanes(hn::ScalableTag<double>()); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace domex::kernel_detail
 HWY_AFTER_NAMESPACE();
@@ -173,6 +232,8 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include <domex/comm/error.hpp>
 #include <domex/tree/kernel.hpp>
+
+#include "list_fp32.hpp"
 
 #include <vector>
 
@@ -182,7 +243,28 @@ HWY_EXPORT(Gravity);
 HWY_EXPORT(Target);
 HWY_EXPORT(RelativeFp32);
 HWY_EXPORT(QuadrupoleTerm);
+HWY_EXPORT(GatherParticleRuns);
+HWY_EXPORT(GatherRecords);
+HWY_EXPORT(DoubleLanes);
 }  // namespace kernel_detail
+
+namespace tree_detail {
+
+std::size_t gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
+                                 const double origin[3], ListFp32 out) {
+  return HWY_DYNAMIC_DISPATCH(kernel_detail::GatherParticleRuns)(xyzm, ranges, range_count, origin, out.x, out.y,
+                                                                  out.z, out.mass);
+}
+
+std::size_t list_slack() { return HWY_DYNAMIC_DISPATCH(kernel_detail::DoubleLanes)(); }
+
+void gather_records(const double* records, std::size_t stride, const std::uint32_t* index, std::size_t count,
+                    const double origin[3], ListFp32 out) {
+  HWY_DYNAMIC_DISPATCH(kernel_detail::GatherRecords)(records, stride, index, count, origin, out.x, out.y, out.z,
+                                                     out.mass);
+}
+
+}  // namespace tree_detail
 
 void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2) {
   const std::size_t n = targets.x.size(), m = sources.x.size();

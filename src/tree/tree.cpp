@@ -6,12 +6,15 @@
 #include <domex/tree/sort.hpp>
 #include <domex/tree/tree.hpp>
 
+#include "list_fp32.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -242,7 +245,9 @@ struct TreeForce::State {
   std::vector<SourceOrigin> source_origin;
   std::vector<MortonKey> source_keys;
   std::vector<Point> source_positions;
-  std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for the vectorised gather
+  std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for NearSources
+  // x, y, z, mass interleaved for the list gather, with tree_detail::list_slack() records of slack.
+  std::vector<std::array<double, 4>> source_xyzm;
   std::vector<double> source_masses;
   std::vector<Point> source_velocities;  // empty unless velocities were given
   std::vector<Quadrupole> source_quadrupoles;
@@ -581,10 +586,12 @@ void TreeForce::State::build_global_tree(bool build) {
       source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
     }
   }
+  source_xyzm.resize(total + tree_detail::list_slack());
   for (std::size_t k = 0; k < total; ++k) {
     source_x[k] = source_positions[k][0];
     source_y[k] = source_positions[k][1];
     source_z[k] = source_positions[k][2];
+    source_xyzm[k] = {source_positions[k][0], source_positions[k][1], source_positions[k][2], source_masses[k]};
   }
   global_is_local = total == positions.size();
   if (!global_is_local) {
@@ -704,36 +711,43 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.tz[i] = static_cast<float>(p[2] - origin[2]);
   }
   const std::size_t sources = b.epj_count + b.spj.size();
-  for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources);
+  for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources + tree_detail::list_slack());
   auto put = [&](std::size_t j, const Point& p, double m) {
     b.sx[j] = static_cast<float>(p[0] - origin[0]);
     b.sy[j] = static_cast<float>(p[1] - origin[1]);
     b.sz[j] = static_cast<float>(p[2] - origin[2]);
     b.sm[j] = static_cast<float>(m);
   };
-  std::size_t slot = 0;
-  for (std::size_t r = 0; r < b.epj.size(); r += 2) {
-    const std::size_t first = b.epj[r], length = b.epj[r + 1] - b.epj[r];
-    relative_fp32({source_x.data() + first, length}, origin[0], {b.sx.data() + slot, length});
-    relative_fp32({source_y.data() + first, length}, origin[1], {b.sy.data() + slot, length});
-    relative_fp32({source_z.data() + first, length}, origin[2], {b.sz.data() + slot, length});
-    relative_fp32({source_masses.data() + first, length}, 0.0, {b.sm.data() + slot, length});
-    slot += length;
+  const tree_detail::ListFp32 list{b.sx.data(), b.sy.data(), b.sz.data(), b.sm.data()};
+  tree_detail::gather_particle_runs(source_xyzm.front().data(), b.epj.data(), b.epj.size() / 2, origin.data(), list);
+  // Cells from their walk nodes (centre and mass lead each node), runs of
+  // them at a time; LET pseudo-particles (flagged) one by one.
+  static_assert(offsetof(WalkNode, centre) == 0 && offsetof(WalkNode, mass) == 3 * sizeof(double) &&
+                sizeof(WalkNode) % sizeof(double) == 0);
+  const auto* nodes = reinterpret_cast<const double*>(walk_nodes.data());
+  for (std::size_t j = 0; j < b.spj.size();) {
+    std::size_t end = j;
+    while (end < b.spj.size() && !(b.spj[end] & pseudo_flag)) ++end;
+    const std::size_t slot = b.epj_count + j;
+    tree_detail::gather_records(nodes, sizeof(WalkNode) / sizeof(double), b.spj.data() + j, end - j, origin.data(),
+                                {list.x + slot, list.y + slot, list.z + slot, list.mass + slot});
+    if (end < b.spj.size()) {
+      const std::uint32_t k = b.spj[end] & ~pseudo_flag;
+      put(b.epj_count + end, source_positions[k], source_masses[k]);
+      ++end;
+    }
+    j = end;
   }
-  if (options.quadrupole) b.spj_moments.resize(b.spj.size());
-  for (std::size_t j = 0; j < b.spj.size(); ++j) {
-    const std::uint32_t entry = b.spj[j];
-    if (entry & pseudo_flag)
-      put(b.epj_count + j, source_positions[entry & ~pseudo_flag], source_masses[entry & ~pseudo_flag]);
-    else
-      put(b.epj_count + j, walk_nodes[entry].centre, walk_nodes[entry].mass);
-    if (options.quadrupole) b.spj_moments[j] = spj_moments_of(entry);
+  if (options.quadrupole) {
+    b.spj_moments.resize(b.spj.size());
+    for (std::size_t j = 0; j < b.spj.size(); ++j) b.spj_moments[j] = spj_moments_of(b.spj[j]);
   }
   const float eps2 = static_cast<float>(options.softening * options.softening);
+  const auto list_of = [&](const std::vector<float>& v) { return std::span<const float>(v).first(sources); };
   for (Point& a : acc) a = {0, 0, 0};
   const KernelTargets targets{b.tx, b.ty, b.tz, b.ax, b.ay, b.az};
   if (!options.fp64_accumulation) {
-    gravity_kernel(targets, {b.sx, b.sy, b.sz, b.sm}, eps2);
+    gravity_kernel(targets, {list_of(b.sx), list_of(b.sy), list_of(b.sz), list_of(b.sm)}, eps2);
     for (std::size_t i = 0; i < count; ++i) acc[i] = {b.ax[i], b.ay[i], b.az[i]};
   } else {
     constexpr std::size_t block = 64;
@@ -741,8 +755,8 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
       const std::size_t length = std::min(block, sources - first);
       for (auto* v : {&b.ax, &b.ay, &b.az}) std::fill(v->begin(), v->end(), 0.0f);
       gravity_kernel(targets,
-                     {std::span<const float>(b.sx).subspan(first, length), std::span<const float>(b.sy).subspan(first, length),
-                      std::span<const float>(b.sz).subspan(first, length), std::span<const float>(b.sm).subspan(first, length)},
+                     {list_of(b.sx).subspan(first, length), list_of(b.sy).subspan(first, length),
+                      list_of(b.sz).subspan(first, length), list_of(b.sm).subspan(first, length)},
                      eps2);
       for (std::size_t i = 0; i < count; ++i) {
         acc[i][0] += b.ax[i];

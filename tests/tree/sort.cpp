@@ -18,8 +18,7 @@ std::vector<KeyIndex> with_indices(const std::vector<domex::MortonKey>& keys) {
   return items;
 }
 
-void expect_sorts_like_std_sort(const std::vector<domex::MortonKey>& keys) {
-  const auto original = with_indices(keys);
+void expect_sorts_like_std_sort(const std::vector<KeyIndex>& original) {
   auto expected = original;
   std::sort(expected.begin(), expected.end());
   for (int threads : {1, 2, 3, 4, 8, -1, -2, -3}) {
@@ -32,14 +31,20 @@ void expect_sorts_like_std_sort(const std::vector<domex::MortonKey>& keys) {
     ASSERT_EQ(items, expected) << "threads " << threads;
     // A permutation: every index exactly once, with its own key.
     std::vector<char> seen(items.size(), 0);
+    std::vector<domex::MortonKey> key_of(items.size());
+    for (const auto& item : original) key_of[item.index] = item.key;
     for (const auto& item : items) {
       ASSERT_LT(item.index, items.size());
       ASSERT_FALSE(seen[item.index]) << "index " << item.index << " twice";
       seen[item.index] = 1;
-      ASSERT_EQ(item.key, keys[item.index]);
+      ASSERT_EQ(item.key, key_of[item.index]);
     }
     for (std::size_t i = 1; i < items.size(); ++i) ASSERT_FALSE(items[i] < items[i - 1]);
   }
+}
+
+void expect_sorts_like_std_sort(const std::vector<domex::MortonKey>& keys) {
+  expect_sorts_like_std_sort(with_indices(keys));
 }
 
 TEST(Sort, RandomKeys) {
@@ -75,6 +80,18 @@ TEST(Sort, AlreadySortedAndReversed) {
   expect_sorts_like_std_sort(keys);
   std::reverse(keys.begin(), keys.end());
   expect_sorts_like_std_sort(keys);
+}
+
+TEST(Sort, ShuffledIndicesAndFull64BitKeys) {
+  // Indices not in input order (ties must still come out by index) and keys
+  // using all 64 bits (every radix pass, the top one included).
+  std::mt19937_64 random(11);
+  for (std::size_t n : {700ul, 50000ul, 200000ul}) {
+    std::vector<KeyIndex> items(n);
+    for (std::size_t i = 0; i < n; ++i) items[i] = {random() % 2 ? random() : (random() % 16) << 60, i};
+    std::shuffle(items.begin(), items.end(), random);
+    expect_sorts_like_std_sort(items);
+  }
 }
 
 }  // namespace

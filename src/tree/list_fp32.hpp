@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// Internal: the conversion of a group's interaction list to the kernel's fp32
+// form (positions relative to the group's origin), vectorised and dispatched
+// with the kernel (src/tree/kernel.cpp).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace domex::tree_detail {
+
+/// Where the fp32 list goes: x, y, z, mass, each at least as long as the list.
+struct ListFp32 {
+  float *x, *y, *z, *mass;
+};
+
+/// Both gathers work in whole vectors: each input array holds list_slack()
+/// readable items past its last one, and each output array list_slack() slots
+/// past the list's end, which the gathers may overwrite.
+std::size_t list_slack();
+
+/// Particles: the runs [ranges[2r], ranges[2r + 1]) of interleaved fp64
+/// records (x, y, z, mass), one after another, from out[0] on. Returns the
+/// count written.
+std::size_t gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
+                                 const double origin[3], ListFp32 out);
+
+/// Cells: records of `stride` doubles holding x, y, z, mass at their start;
+/// out[j] from records + index[j] * stride, for j < count (the slack of the
+/// input is not needed here).
+void gather_records(const double* records, std::size_t stride, const std::uint32_t* index, std::size_t count,
+                    const double origin[3], ListFp32 out);
+
+}  // namespace domex::tree_detail
