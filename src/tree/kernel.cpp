@@ -106,6 +106,46 @@ void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double o
   for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
 }
 
+// The opening test of a run of cells (the children of one cell), lanes at a
+// time; the geometry arrays have a vector of slack, and bits past count are
+// cleared.
+std::uint64_t FarCells(const double* const* HWY_RESTRICT arrays, std::uint32_t first, std::uint32_t count,
+                       const double* HWY_RESTRICT target, double search2) {
+  const hn::ScalableTag<double> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto tlx = hn::Set(d, target[0]), tly = hn::Set(d, target[1]), tlz = hn::Set(d, target[2]);
+  const auto thx = hn::Set(d, target[3]), thy = hn::Set(d, target[4]), thz = hn::Set(d, target[5]);
+  const auto zero = hn::Zero(d), gap_limit = hn::Set(d, search2);
+  const auto outside = [&](auto t_lo, auto t_hi, auto v) HWY_ATTR {  // distance of v outside [t_lo, t_hi]
+    return hn::Max(hn::Max(hn::Sub(t_lo, v), hn::Sub(v, t_hi)), zero);
+  };
+  std::uint64_t result = 0;
+  for (std::size_t j = 0; j < count; j += lanes) {
+    const std::size_t at = first + j;
+    const auto load = [&](int k) HWY_ATTR { return hn::LoadU(d, arrays[k] + at); };
+    const auto cx = load(0), cy = load(1), cz = load(2);
+    const auto lx = load(3), ly = load(4), lz = load(5), hx = load(6), hy = load(7), hz = load(8);
+    const auto apart = hn::Or(hn::Or(hn::Or(hn::Lt(thx, lx), hn::Lt(hx, tlx)), hn::Or(hn::Lt(thy, ly), hn::Lt(hy, tly))),
+                              hn::Or(hn::Lt(thz, lz), hn::Lt(hz, tlz)));
+    const auto dx = outside(tlx, thx, cx), dy = outside(tly, thy, cy), dz = outside(tlz, thz, cz);
+    const auto d2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::Mul(dx, dx)));
+    auto far = hn::And(apart, hn::Gt(d2, load(9)));
+    if (search2 > 0) {
+      const auto gx = hn::Max(hn::Max(hn::Sub(tlx, hx), hn::Sub(lx, thx)), zero);
+      const auto gy = hn::Max(hn::Max(hn::Sub(tly, hy), hn::Sub(ly, thy)), zero);
+      const auto gz = hn::Max(hn::Max(hn::Sub(tlz, hz), hn::Sub(lz, thz)), zero);
+      far = hn::And(far, hn::Gt(hn::MulAdd(gz, gz, hn::MulAdd(gy, gy, hn::Mul(gx, gx))), gap_limit));
+    }
+    std::uint8_t bits[8] = {};
+    hn::StoreMaskBits(d, far, bits);
+    std::uint64_t lane_bits = 0;
+    for (std::size_t byte = 0; byte < (lanes + 7) / 8 && byte < 8; ++byte)
+      lane_bits |= static_cast<std::uint64_t>(bits[byte]) << (8 * byte);
+    if (j < 64) result |= lane_bits << j;
+  }
+  return count >= 64 ? result : result & ((std::uint64_t{1} << count) - 1);
+}
+
 // Particle runs from interleaved (x, y, z, mass) records: whole vectors
 // only, so each run's last vector reads records past its end (the array has
 // a vector of slack) and writes past its end (the next run, or the caller's
@@ -233,7 +273,7 @@ HWY_AFTER_NAMESPACE();
 #include <domex/comm/error.hpp>
 #include <domex/tree/kernel.hpp>
 
-#include "list_fp32.hpp"
+#include "simd.hpp"
 
 #include <vector>
 
@@ -246,6 +286,7 @@ HWY_EXPORT(QuadrupoleTerm);
 HWY_EXPORT(GatherParticleRuns);
 HWY_EXPORT(GatherRecords);
 HWY_EXPORT(DoubleLanes);
+HWY_EXPORT(FarCells);
 }  // namespace kernel_detail
 
 namespace tree_detail {
@@ -254,6 +295,11 @@ std::size_t gather_particle_runs(const double* xyzm, const std::uint32_t* ranges
                                  const double origin[3], ListFp32 out) {
   return HWY_DYNAMIC_DISPATCH(kernel_detail::GatherParticleRuns)(xyzm, ranges, range_count, origin, out.x, out.y,
                                                                   out.z, out.mass);
+}
+
+std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
+                        double search2) {
+  return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(cells.array.data(), first, count, target, search2);
 }
 
 std::size_t list_slack() { return HWY_DYNAMIC_DISPATCH(kernel_detail::DoubleLanes)(); }

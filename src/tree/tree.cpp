@@ -6,7 +6,7 @@
 #include <domex/tree/sort.hpp>
 #include <domex/tree/tree.hpp>
 
-#include "list_fp32.hpp"
+#include "simd.hpp"
 
 #include <omp.h>
 
@@ -180,15 +180,12 @@ struct ThreadBuffers {
   std::size_t epj_interactions = 0, spj_interactions = 0;
 };
 
-/// The part of a global-tree cell that the walk and the monopole kernel
-/// read, packed into 80 bytes (a TreeCell spans three cache lines). The box
-/// is rounded outwards to fp32 and the opening length upwards, so the packed
-/// test opens at least the cells the exact one opens.
+/// The part of a global-tree cell that the walk's bookkeeping and the list
+/// gather read, packed into 48 bytes (a TreeCell spans three cache lines);
+/// the opening test reads WalkGeometry's arrays instead.
 struct WalkNode {
   Point centre;
   double mass;
-  std::array<float, 3> lo, hi;
-  float opening;
   std::uint32_t begin, end, first_child;
   std::uint16_t child_count;
   std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
@@ -257,6 +254,10 @@ struct TreeForce::State {
   bool global_is_local = false;  // nothing received: the local tree serves as the global one
   [[nodiscard]] const Octree& source_tree() const { return global_is_local ? local : global; }
   std::vector<WalkNode> walk_nodes;
+  // The opening test's cell geometry (tree_detail::WalkGeometry's arrays, each
+  // cells + list_slack() long, one after another).
+  std::vector<double> walk_geometry;
+  tree_detail::WalkGeometry geometry{};
 
   // Interaction lists kept for re-use (reuse > 1), per group.
   std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
@@ -602,13 +603,28 @@ void TreeForce::State::build_global_tree(bool build) {
   }
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
+  const std::size_t stride = cells.size() + tree_detail::list_slack();
+  walk_geometry.assign(tree_detail::WalkGeometry::arrays * stride, 0.0);
+  for (std::size_t k = 0; k < tree_detail::WalkGeometry::arrays; ++k)
+    geometry.array[k] = walk_geometry.data() + k * stride;
+  const auto column = [&](tree_detail::WalkGeometry::Array k) { return walk_geometry.data() + k * stride; };
+  double *cx = column(geometry.cx), *cy = column(geometry.cy), *cz = column(geometry.cz);
+  double *lo_x = column(geometry.lo_x), *lo_y = column(geometry.lo_y), *lo_z = column(geometry.lo_z);
+  double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
+  double* far2 = column(geometry.far2);
   for (std::size_t c = 0; c < cells.size(); ++c) {
     const TreeCell& cell = cells[c];
     WalkNode& node = walk_nodes[c];
     node.centre = cell.moments.centre;
     node.mass = cell.moments.mass;
-    for (int a = 0; a < 3; ++a) node.lo[a] = round_down(cell.box.lo[a]), node.hi[a] = round_up(cell.box.hi[a]);
-    node.opening = round_up(opening_of(cell));
+    cx[c] = node.centre[0], cy[c] = node.centre[1], cz[c] = node.centre[2];
+    // The box rounded outwards to fp32 and (opening / theta)^2 upwards, so the
+    // walk opens at least the cells the exact test opens; far2 is infinite or
+    // NaN for theta 0 (every cell opened).
+    lo_x[c] = round_down(cell.box.lo[0]), lo_y[c] = round_down(cell.box.lo[1]), lo_z[c] = round_down(cell.box.lo[2]);
+    hi_x[c] = round_up(cell.box.hi[0]), hi_y[c] = round_up(cell.box.hi[1]), hi_z[c] = round_up(cell.box.hi[2]);
+    const double opening = opening_of(cell);
+    far2[c] = round_up(opening * opening / theta2());
     node.begin = cell.begin;
     node.end = cell.end;
     node.first_child = cell.first_child;
@@ -623,7 +639,6 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
   b.epj.clear();
   b.spj.clear();
   b.epj_count = 0;
-  b.stack.assign(1, 0);
   const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
     b.epj_count += end - begin;
     if (!b.epj.empty() && b.epj.back() == begin)
@@ -632,41 +647,49 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
       b.epj.push_back(begin), b.epj.push_back(end);
   };
   const WalkNode* nodes = walk_nodes.data();
-  const double theta_2 = theta2(), search_2 = search2();
+  const double search_2 = search2();
+  const double target[6] = {targets.lo[0], targets.lo[1], targets.lo[2], targets.hi[0], targets.hi[1], targets.hi[2]};
+  const auto take_leaf = [&](const WalkNode& node) {
+    if (!node.has_pseudo) {
+      add_range(node.begin, node.end);
+      return;
+    }
+    for (std::uint32_t k = node.begin; k < node.end; ++k) {
+      if (source_pseudo[k])
+        b.spj.push_back(k | pseudo_flag);
+      else
+        add_range(k, k + 1);
+    }
+  };
+  // The root, then the children of each opened cell together: far ones to
+  // the cell list, leaves to the particle list, in child order; the others
+  // are opened next, the first child first.
+  b.stack.clear();
+  if (nodes[0].end == nodes[0].begin) return;
+  if (tree_detail::far_cells(geometry, 0, 1, target, search_2))
+    b.spj.push_back(0);
+  else if (nodes[0].child_count == 0)
+    take_leaf(nodes[0]);
+  else
+    b.stack.push_back(0);
   while (!b.stack.empty()) {
-    const std::uint32_t c = b.stack.back();
+    const WalkNode& node = nodes[b.stack.back()];
     b.stack.pop_back();
-    const WalkNode& node = nodes[c];
-    if (node.end == node.begin) continue;
-    bool overlap = true;
-    for (int a = 0; a < 3; ++a) overlap = overlap && !(targets.hi[a] < node.lo[a] || node.hi[a] < targets.lo[a]);
-    const double opening = node.opening;
-    bool far = !overlap && squared_distance(targets, node.centre) * theta_2 > opening * opening;
-    if (far && search_2 > 0) {
-      double gap2 = 0;
-      for (int a = 0; a < 3; ++a) {
-        const double gap = std::max({targets.lo[a] - static_cast<double>(node.hi[a]),
-                                     static_cast<double>(node.lo[a]) - targets.hi[a], 0.0});
-        gap2 += gap * gap;
-      }
-      far = gap2 > search_2;
+    const std::uint64_t far = tree_detail::far_cells(geometry, node.first_child, node.child_count, target, search_2);
+    std::uint32_t opened[8];
+    std::size_t opened_count = 0;
+    for (std::uint32_t k = 0; k < node.child_count; ++k) {
+      const std::uint32_t c = node.first_child + k;
+      const WalkNode& child = nodes[c];
+      if (child.end == child.begin) continue;
+      if ((far >> k) & 1)
+        b.spj.push_back(c);
+      else if (child.child_count == 0)
+        take_leaf(child);
+      else
+        opened[opened_count++] = c;
     }
-    if (far) {
-      b.spj.push_back(c);
-    } else if (node.child_count == 0) {
-      if (!node.has_pseudo) {
-        add_range(node.begin, node.end);
-      } else {
-        for (std::uint32_t k = node.begin; k < node.end; ++k) {
-          if (source_pseudo[k])
-            b.spj.push_back(k | pseudo_flag);
-          else
-            add_range(k, k + 1);
-        }
-      }
-    } else {
-      for (std::uint32_t k = node.child_count; k-- > 0;) b.stack.push_back(node.first_child + k);
-    }
+    while (opened_count > 0) b.stack.push_back(opened[--opened_count]);
   }
 }
 

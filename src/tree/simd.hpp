@@ -1,13 +1,31 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
-// Internal: the conversion of a group's interaction list to the kernel's fp32
-// form (positions relative to the group's origin), vectorised and dispatched
+// Internal: the vectorised parts of the group walk (the opening test of a
+// cell's children) and of the conversion of a group's interaction list to the
+// kernel's fp32 form (positions relative to the group's origin), dispatched
 // with the kernel (src/tree/kernel.cpp).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 namespace domex::tree_detail {
+
+/// The walk's view of the global tree's cells, structure of arrays (each
+/// `count` long, cell-indexed): centre, the box rounded outwards to fp32, and
+/// far2 = (opening length / theta)^2 rounded up (infinite or NaN: never far).
+/// The arrays hold a vector of readable slack past `count`.
+struct WalkGeometry {
+  enum Array { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, arrays };
+  std::array<const double*, arrays> array;
+};
+
+/// The opening test of cells first .. first + count - 1 (count <= 64)
+/// against a target box (lo x, y, z, hi x, y, z): bit k of the result is set
+/// when cell first + k may be taken whole (no overlap, centre farther than
+/// sqrt(far2), and, when search2 > 0, the boxes farther apart than sqrt(search2)).
+std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
+                        double search2);
 
 /// Where the fp32 list goes: x, y, z, mass, each at least as long as the list.
 struct ListFp32 {
