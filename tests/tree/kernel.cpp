@@ -14,7 +14,7 @@ TEST(Kernel, GravityMatchesFp64DirectSum) {
   std::printf("kernel target %s\n", domex::gravity_kernel_target().c_str());
   std::mt19937_64 random(29);
   std::uniform_real_distribution<double> u(-0.5, 0.5);
-  for (std::size_t targets : {16ul, 48ul, 64ul}) {
+  for (std::size_t targets : {1ul, 7ul, 16ul, 45ul, 64ul}) {  // whole blocks of 4 targets and remainders
     const std::size_t sources = 777;
     const double eps = 1.0 / 32;
     std::vector<double> tx(targets), ty(targets), tz(targets), sx(sources), sy(sources), sz(sources), sm(sources);
