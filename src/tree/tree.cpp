@@ -604,7 +604,7 @@ void TreeForce::State::build_global_tree(bool build) {
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
   const std::size_t stride = cells.size() + tree_detail::list_slack();
-  walk_geometry.assign(tree_detail::WalkGeometry::arrays * stride, 0.0);
+  walk_geometry.resize(tree_detail::WalkGeometry::arrays * stride);  // (the slack is read, never used)
   for (std::size_t k = 0; k < tree_detail::WalkGeometry::arrays; ++k)
     geometry.array[k] = walk_geometry.data() + k * stride;
   const auto column = [&](tree_detail::WalkGeometry::Array k) { return walk_geometry.data() + k * stride; };
