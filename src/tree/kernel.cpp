@@ -34,7 +34,8 @@ void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, 
   const auto zero = hn::Zero(d);
   // Twice 1/sqrt(r2): the estimate y0 refined by one Newton step written as
   // y0 (3 - r2 y0^2), one multiplication fewer than y0 (1.5 - 0.5 r2 y0^2); the
-  // factor 2^3 of the cube is taken out of the sums at the end (exactly).
+  // factor 2^3 of the cube is taken out of the sums at the end (exactly,
+  // barring overflow of m y^3 at 1/8 of the old threshold).
   auto inverse_distance = [&](auto r2) HWY_ATTR {
     auto y = hn::ApproximateReciprocalSqrt(r2);
     y = hn::Mul(y, hn::NegMulAdd(hn::Mul(r2, y), y, three));

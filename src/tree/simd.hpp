@@ -11,10 +11,11 @@
 
 namespace domex::tree_detail {
 
-/// The walk's view of the global tree's cells, structure of arrays (each
-/// `count` long, cell-indexed): centre, the box rounded outwards to fp32, and
-/// far2 = (opening length / theta)^2 rounded up (infinite or NaN: never far).
-/// The arrays hold a vector of readable slack past `count`.
+/// The walk's view of the global tree's cells, structure of arrays (indexed
+/// by cell, each with list_slack() readable values past the last cell):
+/// centre, the box rounded outwards to fp32, far2 = (opening length /
+/// theta)^2 rounded up (infinite or NaN: never far). The rounding is
+/// conservative: a cell is never taken whole where the exact fp64 test opens it.
 struct WalkGeometry {
   enum Array { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, arrays };
   std::array<const double*, arrays> array;
@@ -27,14 +28,16 @@ struct WalkGeometry {
 std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
                         double search2);
 
-/// Where the fp32 list goes: x, y, z, mass, each at least as long as the list.
+/// Where the fp32 list goes: x, y, z, mass, each at least as long as the list
+/// (plus list_slack() for gather_particle_runs).
 struct ListFp32 {
   float *x, *y, *z, *mass;
 };
 
-/// Both gathers work in whole vectors: each input array holds list_slack()
-/// readable items past its last one, and each output array list_slack() slots
-/// past the list's end, which the gathers may overwrite.
+/// gather_particle_runs works in whole vectors: its input holds list_slack()
+/// readable records past its last one, and each output array list_slack()
+/// slots past the list's end, which it may overwrite. gather_records needs
+/// no slack.
 std::size_t list_slack();
 
 /// Particles: the runs [ranges[2r], ranges[2r + 1]) of interleaved fp64

@@ -15,8 +15,8 @@ namespace {
 /// Sorts items by (key, index): a most-significant-digit radix sort, through
 /// `buffer` (items.size() long). Each level buckets by the top `bits` bits of
 /// the bits in which its keys differ (10, then 8 per level), so a rank's
-/// common key prefix costs nothing, and recurses into buckets of more than 64
-/// items; smaller buckets and runs of one key go to std::sort. Every run of
+/// common key prefix costs nothing, and recurses into each bucket; 64 items
+/// or fewer, or a run of one key, go to std::sort. Every run of
 /// equal keys thus ends in index order: the result equals std::sort's for
 /// every input. (1e6 uniform keys: 23 ms against std::sort's 85 and an LSD
 /// radix sort's 45-70 on the development Xeon.)

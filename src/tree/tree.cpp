@@ -14,7 +14,6 @@
 #include <array>
 #include <climits>
 #include <cmath>
-#include <cstddef>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -167,9 +166,10 @@ int automatic_threads(const Comm& comm) {
 /// Per-thread buffers of the walk and the kernel, reused across groups.
 struct ThreadBuffers {
   std::vector<std::uint32_t> stack, spj;
-  // Particle list as ranges of sources, flattened: begin0, end0, begin1, ...
-  // (leaves are contiguous in the sorted sources, so a range per run of
-  // leaves: a short walk output and a contiguous gather).
+  // Particle list as ranges of sources, flattened: begin0, end0, begin1, ...,
+  // in walk order (leaves are contiguous in the sorted sources: a range per
+  // run of leaves taken one after another, a short walk output and a
+  // contiguous gather).
   std::vector<std::uint32_t> epj;
   std::size_t epj_count = 0;
   std::vector<float> tx, ty, tz, ax, ay, az, sx, sy, sz, sm;
@@ -180,12 +180,10 @@ struct ThreadBuffers {
   std::size_t epj_interactions = 0, spj_interactions = 0;
 };
 
-/// The part of a global-tree cell that the walk's bookkeeping and the list
-/// gather read, packed into 48 bytes (a TreeCell spans three cache lines);
-/// the opening test reads WalkGeometry's arrays instead.
+/// The part of a global-tree cell that the walk's bookkeeping reads, packed
+/// into 16 bytes (a TreeCell spans three cache lines); the opening test reads
+/// WalkGeometry's arrays, the list gather cell_xyzm.
 struct WalkNode {
-  Point centre;
-  double mass;
   std::uint32_t begin, end, first_child;
   std::uint16_t child_count;
   std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
@@ -243,8 +241,9 @@ struct TreeForce::State {
   std::vector<MortonKey> source_keys;
   std::vector<Point> source_positions;
   std::vector<double> source_x, source_y, source_z;  // the same positions as arrays, for NearSources
-  // x, y, z, mass interleaved for the list gather, with tree_detail::list_slack() records of slack.
-  std::vector<std::array<double, 4>> source_xyzm;
+  // x, y, z, mass interleaved (4 doubles a source) for the list gather, with
+  // tree_detail::list_slack() sources of slack.
+  std::vector<double> source_xyzm;
   std::vector<double> source_masses;
   std::vector<Point> source_velocities;  // empty unless velocities were given
   std::vector<Quadrupole> source_quadrupoles;
@@ -258,6 +257,7 @@ struct TreeForce::State {
   // cells + list_slack() long, one after another).
   std::vector<double> walk_geometry;
   tree_detail::WalkGeometry geometry{};
+  std::vector<double> cell_xyzm;  // each cell's centre and mass, 4 doubles a cell, for the list gather
 
   // Interaction lists kept for re-use (reuse > 1), per group.
   std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
@@ -587,12 +587,13 @@ void TreeForce::State::build_global_tree(bool build) {
       source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
     }
   }
-  source_xyzm.resize(total + tree_detail::list_slack());
+  source_xyzm.resize(4 * (total + tree_detail::list_slack()));
   for (std::size_t k = 0; k < total; ++k) {
     source_x[k] = source_positions[k][0];
     source_y[k] = source_positions[k][1];
     source_z[k] = source_positions[k][2];
-    source_xyzm[k] = {source_positions[k][0], source_positions[k][1], source_positions[k][2], source_masses[k]};
+    for (int a = 0; a < 3; ++a) source_xyzm[4 * k + a] = source_positions[k][a];
+    source_xyzm[4 * k + 3] = source_masses[k];
   }
   global_is_local = total == positions.size();
   if (!global_is_local) {
@@ -612,15 +613,17 @@ void TreeForce::State::build_global_tree(bool build) {
   double *lo_x = column(geometry.lo_x), *lo_y = column(geometry.lo_y), *lo_z = column(geometry.lo_z);
   double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
   double* far2 = column(geometry.far2);
+  cell_xyzm.resize(4 * cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
     const TreeCell& cell = cells[c];
     WalkNode& node = walk_nodes[c];
-    node.centre = cell.moments.centre;
-    node.mass = cell.moments.mass;
-    cx[c] = node.centre[0], cy[c] = node.centre[1], cz[c] = node.centre[2];
-    // The box rounded outwards to fp32 and (opening / theta)^2 upwards, so the
-    // walk opens at least the cells the exact test opens; far2 is infinite or
-    // NaN for theta 0 (every cell opened).
+    const Point& centre = cell.moments.centre;
+    cx[c] = centre[0], cy[c] = centre[1], cz[c] = centre[2];
+    for (int a = 0; a < 3; ++a) cell_xyzm[4 * c + a] = centre[a];
+    cell_xyzm[4 * c + 3] = cell.moments.mass;
+    // The box rounded outwards to fp32 and (opening / theta)^2 upwards: the
+    // walk never takes a cell whole where the exact fp64 test would open it.
+    // far2 is infinite or NaN for theta 0 (every cell opened).
     lo_x[c] = round_down(cell.box.lo[0]), lo_y[c] = round_down(cell.box.lo[1]), lo_z[c] = round_down(cell.box.lo[2]);
     hi_x[c] = round_up(cell.box.hi[0]), hi_y[c] = round_up(cell.box.hi[1]), hi_z[c] = round_up(cell.box.hi[2]);
     const double opening = opening_of(cell);
@@ -742,17 +745,13 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.sm[j] = static_cast<float>(m);
   };
   const tree_detail::ListFp32 list{b.sx.data(), b.sy.data(), b.sz.data(), b.sm.data()};
-  tree_detail::gather_particle_runs(source_xyzm.front().data(), b.epj.data(), b.epj.size() / 2, origin.data(), list);
-  // Cells from their walk nodes (centre and mass lead each node), runs of
-  // them at a time; LET pseudo-particles (flagged) one by one.
-  static_assert(offsetof(WalkNode, centre) == 0 && offsetof(WalkNode, mass) == 3 * sizeof(double) &&
-                sizeof(WalkNode) % sizeof(double) == 0);
-  const auto* nodes = reinterpret_cast<const double*>(walk_nodes.data());
+  tree_detail::gather_particle_runs(source_xyzm.data(), b.epj.data(), b.epj.size() / 2, origin.data(), list);
+  // Cells, runs of them at a time; LET pseudo-particles (flagged) one by one.
   for (std::size_t j = 0; j < b.spj.size();) {
     std::size_t end = j;
     while (end < b.spj.size() && !(b.spj[end] & pseudo_flag)) ++end;
     const std::size_t slot = b.epj_count + j;
-    tree_detail::gather_records(nodes, sizeof(WalkNode) / sizeof(double), b.spj.data() + j, end - j, origin.data(),
+    tree_detail::gather_records(cell_xyzm.data(), 4, b.spj.data() + j, end - j, origin.data(),
                                 {list.x + slot, list.y + slot, list.z + slot, list.mass + slot});
     if (end < b.spj.size()) {
       const std::uint32_t k = b.spj[end] & ~pseudo_flag;

@@ -85,7 +85,9 @@ TEST(Sort, AlreadySortedAndReversed) {
 TEST(Sort, ShuffledIndicesAndFull64BitKeys) {
   // Indices not in input order (ties must still come out by index) and keys
   // using all 64 bits (every radix pass, the top one included).
-  std::mt19937_64 random(11);
+  const std::uint64_t seed = 11;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed);
   for (std::size_t n : {700ul, 50000ul, 200000ul}) {
     std::vector<KeyIndex> items(n);
     for (std::size_t i = 0; i < n; ++i) items[i] = {random() % 2 ? random() : (random() % 16) << 60, i};

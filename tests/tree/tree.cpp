@@ -495,4 +495,28 @@ TEST(TreeForce, MergedGroupsKeepAccuracyAndLetModeIdentity) {
         << domex::to_string(let);
 }
 
+// Theta 0 opens every cell: every target interacts with every particle, so
+// the forces are the direct sum up to the fp32 kernel's rounding, with and
+// without a search radius, for every LET mode and both moment orders.
+TEST(TreeForce, ThetaZeroIsTheDirectSum) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const Particles p = make_particles(comm, Distribution::plummer, 3000, 41);
+  const auto exact = direct_sums(comm, p, 3);
+  const double total = comm.allreduce(static_cast<double>(p.x.size()), MPI_SUM);
+  for (double radius : {0.0, 0.05})
+    for (bool quadrupole : {false, true})
+      for (auto let : {domex::LetMode::alltoallv, domex::LetMode::p2p_fast, domex::LetMode::sparse}) {
+        domex::TreeStats stats;
+        const auto a = tree_forces(
+            comm, p,
+            {.theta = 0, .quadrupole = quadrupole, .let = let, .softening = softening, .search_radius = radius,
+             .threads = 1},
+            &stats);
+        EXPECT_DOUBLE_EQ(interactions_per_particle(comm, stats), total) << "radius " << radius;
+        const auto errors = relative_errors(comm, exact, a);
+        EXPECT_LE(quantile(errors, 1.0), 2e-5) << "radius " << radius << " quadrupole " << quadrupole << " "
+                                               << domex::to_string(let);
+      }
+}
+
 }  // namespace

@@ -134,7 +134,8 @@ using UserKernel = std::function<void(const TargetGroup&, std::span<const Epj>, 
 
 /// The source particles a near-field kernel reads (structure of arrays over
 /// all sources of the global tree, local and received, in Morton order):
-/// `ranges` holds begin, end pairs of the group's particle list. Every source
+/// `ranges` holds begin, end pairs of the group's particle list, in the walk's
+/// order (not necessarily ascending). Every source
 /// particle within TreeOptions::search_radius of a target is in a range.
 struct NearSources {
   std::span<const double> x, y, z, masses;
