@@ -96,8 +96,16 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   // about half of `tolerance` of a part (capped at 4096, 32 KiB).
   const int first_bins = std::clamp(static_cast<int>(std::ceil(2 * parts / tolerance)), bins_per_cut,
                                     std::max(bins_per_cut, 4096));
+  // Later rounds refine every pending cut's bin at once: with many cuts on
+  // one axis (a ring's 1 x P x 1) bins_per_cut each would reduce O(parts x
+  // bins) counts per round (2 MB at P = 1024), so the round's histogram is
+  // capped at 8192 counts (64 KiB), at least 8 bins per cut: an extra round
+  // of latency instead of megabytes of bandwidth.
+  constexpr std::size_t round_counts = 8192;
   for (int round = 1;; ++round) {
-    const int bins = round == 1 ? first_bins : bins_per_cut;
+    const int bins = round == 1 ? first_bins
+                                : std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets.size())),
+                                           std::min(bins_per_cut, 8));
     const auto count = static_cast<std::size_t>(bins);
     histogram.assign(brackets.size() * count, 0);
     const auto add = [&](std::size_t b, double x, std::size_t i) {
