@@ -99,9 +99,10 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   // Later rounds refine every pending cut's bin at once: with many cuts on
   // one axis (a ring's 1 x P x 1) bins_per_cut each would reduce O(parts x
   // bins) counts per round (2 MB at P = 1024), so the round's histogram is
-  // capped at 8192 counts (64 KiB), at least 8 bins per cut: an extra round
-  // of latency instead of megabytes of bandwidth.
-  constexpr std::size_t round_counts = 8192;
+  // capped at 2048 counts (16 KiB), at least 8 bins per cut: an extra round
+  // or two of latency instead of megabytes of bandwidth (domex-ring at 256
+  // simulated ranks: 2.3 -> 1.0 ms of communication per rebalance, sim/README.md).
+  constexpr std::size_t round_counts = 2048;
   for (int round = 1;; ++round) {
     const int bins = round == 1 ? first_bins
                                 : std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets.size())),
