@@ -244,7 +244,7 @@ def migration(output, arguments):
     folder = arguments[0]
     data = {}  # (platform, P, N) -> {"times": {alg: us}, "stats": ..., "model": [...], "auto": (us, ran, how)}
     for path in sorted(glob.glob(os.path.join(folder, "migration-*-*-*.json"))):
-        m = re.match(r"migration-(\w+)-(\d+)-(\w+)\.json$", os.path.basename(path))
+        m = re.match(r"migration-([a-z0-9]+)-(\d+)-([a-z_]+)(-\d+)?\.json$", os.path.basename(path))
         if not m:
             continue
         platform, ranks, algorithm = m.group(1), int(m.group(2)), m.group(3)
@@ -276,15 +276,18 @@ def migration(output, arguments):
     print("|---" * (len(ALGORITHMS) + 9) + "|")
     for (platform, ranks, n), entry in sorted(data.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]).zfill(12))):
         times = entry["times"]
-        best = min(times, key=times.get)
+        best = min(times, key=times.get)  # of those run
         cells = [f"**{times[a]:.1f}**" if a == best else (f"{times[a]:.1f}" if a in times else "-") for a in ALGORITHMS]
         model = entry["model"]
         pick = f"{model[0]} ({times[model[0]] / times[best]:.2f}x)" if model and model[0] in times else "-"
         # automatic's exploration: the model's first three without a setup
         # (RMA windows), one measuring epoch each; it keeps the fastest.
         first3 = [a for a in model if not a.startswith("rma")][:3]
-        learned = min(first3, key=times.get) if first3 and all(a in times for a in first3) else None
+        run = [a for a in first3 if a in times]
+        learned = min(run, key=times.get) if run else None
         learned = f"{learned} ({times[learned] / times[best]:.2f}x)" if learned else "-"
+        if run and len(run) < len(first3):
+            learned += f" of {', '.join(run)} (not run: {', '.join(a for a in first3 if a not in times)})"
         auto = entry["auto"]
         auto = f"{auto[1]}, {auto[2]} {auto[0]:.1f} ({auto[0] / times[best]:.2f}x)" if auto else "-"
         stats, moved = entry["stats"], entry["moved"] or (0, 0.0, 0)

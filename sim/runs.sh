@@ -63,13 +63,26 @@ case ${1:-} in
     if ((${#algorithms[@]} == 0)); then
       algorithms=(nbx grid reduce_scatter sendrecv_reduce rma_fence alltoall rma_passive)
       ((ranks <= 64)) && algorithms+=(automatic)
+      ((ranks >= 1024)) && algorithms=(nbx reduce_scatter grid)
     fi
+    # From P = 1024 on one simulation per algorithm and N (the three N in one
+    # took over 10 minutes for nbx), N = 100^3 and 682^3 only.
     patterns=(migration:100^3 migration:316^3 migration:682^3)
+    ((ranks >= 1024)) && patterns=(migration:100^3 migration:682^3)
     for platform in "${platforms[@]}"; do
       for algorithm in "${algorithms[@]}"; do
-        run "migration-$platform-$ranks-$algorithm" "$platform" "$ranks" sparse --patterns "${patterns[@]}" --sizes 64 \
-          --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
-          --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm.json"
+        if ((ranks < 1024)); then
+          run "migration-$platform-$ranks-$algorithm" "$platform" "$ranks" sparse --patterns "${patterns[@]}" \
+            --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
+            --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm.json"
+        else
+          for pattern in "${patterns[@]}"; do
+            n=${pattern#migration:}
+            run "migration-$platform-$ranks-$algorithm-${n%^3}" "$platform" "$ranks" sparse --patterns "$pattern" \
+              --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
+              --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm-${n%^3}.json"
+          done
+        fi
       done
     done ;;
   counts)
