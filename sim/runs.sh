@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
-#   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [algorithms...]
+#   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
 #               | counts | halo [P...] | let [P...] | model
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
-#   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...
+#   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...; sim/plot.py migration
+#   docs/sim-migration.png build/simruns (every migration-*.json there)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DOMEX_SIM_RUNS:-$root/build/simruns}
