@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // domex-bench sparse: the six sparse-exchange algorithms and automatic on
 // particle-migration-like patterns (6 or 26 grid neighbours, plus far ranks),
-// message sizes from 8 B to 1 MiB. Prints the comparison table and writes JSON.
+// message sizes from 8 B to 1 MiB, or one step of real particle migration in
+// a multisection decomposition of N particles (`migration:<N>`, where the
+// sizes are bytes per particle; sparse_migration.hpp). Prints the comparison
+// table and writes JSON.
 //
 //   mpirun -n 8 domex-bench sparse --json sparse.json
+//   mpirun -n 8 domex-bench sparse --patterns migration:100^3 --sizes 64
 
 #include "command.hpp"
 #include "patterns.hpp"
+#include "sparse_migration.hpp"
 #include "results.hpp"
 #include "timing.hpp"
 
@@ -21,6 +26,7 @@
 #include <cstdio>
 #include <optional>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,7 +42,11 @@ struct SparseOptions {
   std::size_t learning_calls = 1000;  ///< calls timed from scratch for automatic's cost of learning
   std::size_t learn_calls = 20000;    ///< calls automatic learns from before its row is sampled (at most ~2 s)
   bool plan = true;                   ///< also a SparsePlan row (pattern discovered once, reused)
+  int rounds = 5;                     ///< timed rounds at least (also the samples of the first-call probe)
+  int warm_up = 3;                    ///< untimed calls per algorithm before the rounds
   double far_fraction = 0.25;
+  double migration_step = 1.0;         ///< migration:<N>: step per coordinate, in mean spacings N^(-1/3)
+  std::size_t migration_samples = 8192;  ///< migration:<N>: positions per rank the decomposition is cut from
   std::uint64_t seed = 1;
   std::string json;
 };
@@ -57,11 +67,42 @@ struct Row {
   std::uint64_t class_calls = 0;  // automatic: calls of the row's class
 };
 
-std::vector<int> destinations_of(const Comm& comm, const std::string& pattern, const SparseOptions& options) {
-  if (pattern == "neighbours6") return grid_destinations(comm, 6, 0.0, options.seed);
-  if (pattern == "neighbours26") return grid_destinations(comm, 26, 0.0, options.seed);
-  if (pattern == "neighbours26+far") return grid_destinations(comm, 26, options.far_fraction, options.seed);
-  bad_argument("domex-bench sparse", "unknown pattern '" + pattern + "' (neighbours6, neighbours26, neighbours26+far)");
+/// Particles (or messages) this rank sends to each destination: 1 per
+/// destination for the grid patterns, the migrating particles' count for
+/// `migration:<N>`.
+std::map<int, std::size_t> destinations_of(const Comm& comm, const std::string& pattern, const SparseOptions& options) {
+  std::vector<int> grid;
+  if (pattern == "neighbours6") grid = grid_destinations(comm, 6, 0.0, options.seed);
+  else if (pattern == "neighbours26") grid = grid_destinations(comm, 26, 0.0, options.seed);
+  else if (pattern == "neighbours26+far") grid = grid_destinations(comm, 26, options.far_fraction, options.seed);
+  else if (pattern.rfind("migration:", 0) == 0) {
+    const std::uint64_t particles = migration_particles(pattern);
+    if (particles < static_cast<std::uint64_t>(comm.size()))
+      bad_argument("domex-bench sparse", "'" + pattern + "': fewer particles than ranks");
+    const auto migration =
+        migration_pattern(comm, particles, options.migration_step, options.migration_samples, options.seed);
+    // What the seed tabulates: max sends / receives and bytes per rank (in
+    // the table's columns); here what the particles did.
+    unsigned long long local[3] = {migration.shell_particles, 0, migration.owned_particles};
+    for (const auto& [destination, count] : migration.particles_to) local[1] += count;
+    unsigned long long max[3] = {}, sum[3] = {};
+    check_mpi(MPI_Allreduce(local, max, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(local, sum, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.get()), "MPI_Allreduce");
+    if (comm.rank() == 0)
+      std::printf("%s: N = %llu particles (multisection, %zu positions per rank cut), step +-%.3g mean spacings per "
+                  "coordinate; per rank: owned %.0f (max %llu), within one step of the surface %.0f (max %llu), "
+                  "leaving %.1f (max %llu, %.3f %% of N)\n",
+                  pattern.c_str(), static_cast<unsigned long long>(particles),
+                  std::min<std::size_t>(options.migration_samples, particles / comm.size()), options.migration_step,
+                  double(sum[2]) / comm.size(), max[2], double(sum[0]) / comm.size(), max[0],
+                  double(sum[1]) / comm.size(), max[1], 100.0 * double(sum[1]) / double(particles));
+    return migration.particles_to;
+  } else
+    bad_argument("domex-bench sparse",
+                 "unknown pattern '" + pattern + "' (neighbours6, neighbours26, neighbours26+far, migration:<N>)");
+  std::map<int, std::size_t> once;
+  for (int destination : grid) once[destination] = 1;
+  return once;
 }
 
 std::string table(const std::vector<Row>& rows) {
@@ -141,8 +182,12 @@ void run_sparse(const SparseOptions& options) {
     const auto destinations = destinations_of(comm, pattern, options);
     for (std::size_t bytes : options.sizes) {
       outbox.clear();
-      std::vector<std::byte> payload(bytes, std::byte{1});
-      for (int destination : destinations) outbox.add(destination, payload);
+      // bytes per message, or per particle for migration:<N>
+      std::vector<std::byte> payload;
+      for (const auto& [destination, count] : destinations) {
+        payload.assign(bytes * count, std::byte{1});
+        outbox.add(destination, payload);
+      }
       // automatic runs on a Comm of its own per row, so that it learns each
       // row from scratch: first its cost of learning, N calls from the start.
       Comm automatic_comm{MPI_COMM_WORLD};
@@ -150,7 +195,7 @@ void run_sparse(const SparseOptions& options) {
         return algorithms[a] == Algorithm::automatic ? automatic_comm : comm;
       };
       double one_call = 1e300;  // the fastest of 5 (a first call can be slow)
-      for (int sample = 0; sample < 5; ++sample)
+      for (int sample = 0; sample < options.rounds; ++sample)
         one_call = std::min(one_call, time_collective(comm, [&] {
                               exchange(comm, outbox, inboxes[0], {.algorithm = algorithms[0]});
                             }));
@@ -183,7 +228,8 @@ void run_sparse(const SparseOptions& options) {
       // Warm-up (windows), then rounds that run every algorithm once each in
       // turn, so machine noise hits all alike.
       for (std::size_t a = 0; a < algorithms.size(); ++a)
-        for (int warm = 0; warm < 3; ++warm) exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]});
+        for (int warm = 0; warm < options.warm_up; ++warm)
+          exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]});
       // Two plans: checked by one allreduce per call, and promised unchanged.
       std::vector<SparsePlan<std::byte>> plans;
       if (options.plan) {
@@ -196,7 +242,7 @@ void run_sparse(const SparseOptions& options) {
       std::vector<std::vector<double>> plan_samples(plans.size());
       double spent = 0;
       int rounds = 0;
-      while (rounds < 5 || (spent < options.seconds_per_row && rounds < 2000)) {
+      while (rounds < options.rounds || (spent < options.seconds_per_row && rounds < 2000)) {
         for (std::size_t a = 0; a < algorithms.size(); ++a) {
           const double seconds = time_collective(
               comm, [&] { exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]}); });
@@ -271,8 +317,23 @@ void run_sparse(const SparseOptions& options) {
                         Algorithm::automatic, "", 0, 0, summarize(plan_samples[p]), plan_samples[p].size(), counts[0],
                         counts[1], counts[2], counts[3]});
       }
-      if (comm.rank() == 0)
+      if (comm.rank() == 0) {
         std::fprintf(stderr, "  %-17s %8zu B done (%d rounds)\n", pattern.c_str(), bytes, rounds);
+        // What automatic's model predicts for this row (its first choice, and
+        // the order in which it explores), from the row's max counts.
+        const Row& any = rows.back();
+        const PatternSummary summary{
+            .ranks = comm.size(),
+            .max_messages = double(std::max(any.max_messages_sent, any.max_messages_received)),
+            .max_bytes = double(std::max(any.max_bytes_sent, any.max_bytes_received))};
+        std::vector<std::pair<double, Algorithm>> predicted;
+        for (Algorithm algorithm : concrete_algorithms) predicted.emplace_back(model.predict(algorithm, summary), algorithm);
+        std::sort(predicted.begin(), predicted.end());
+        std::string line;
+        for (const auto& [seconds, algorithm] : predicted)
+          line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", to_string(algorithm), 1e6 * seconds);
+        std::printf("model %s %zu B: %s\n", pattern.c_str(), bytes, line.c_str());
+      }
     }
   }
   const Json where = provenance_json(comm);
@@ -291,8 +352,17 @@ void run_sparse(const SparseOptions& options) {
 const Registration registration{[](CLI::App& app) {
   auto options = std::make_shared<SparseOptions>();
   auto* command = app.add_subcommand("sparse", "compare the sparse-exchange algorithms (table + JSON)");
-  command->add_option("--sizes", options->sizes, "bytes per message")->capture_default_str();
-  command->add_option("--patterns", options->patterns, "neighbours6, neighbours26, neighbours26+far")
+  command->add_option("--sizes", options->sizes, "bytes per message (per particle for migration:<N>)")
+      ->capture_default_str();
+  command
+      ->add_option("--patterns", options->patterns,
+                   "neighbours6, neighbours26, neighbours26+far, migration:<N> (N particles, e.g. migration:682^3)")
+      ->capture_default_str();
+  command->add_option("--migration-step", options->migration_step,
+                      "migration:<N>: each coordinate moves uniform in +-this many mean spacings N^(-1/3)")
+      ->capture_default_str();
+  command->add_option("--migration-samples", options->migration_samples,
+                      "migration:<N>: positions per rank (at most N / P) the multisection cuts are computed from")
       ->capture_default_str();
   std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
   for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));
@@ -305,6 +375,12 @@ const Registration registration{[](CLI::App& app) {
       ->capture_default_str();
   command->add_option("--seed", options->seed, "seed of the far destinations")->capture_default_str();
   command->add_flag("!--no-plan", options->plan, "leave out the SparsePlan row");
+  command->add_option("--rounds", options->rounds, "timed rounds at least (a simulation, deterministic, needs 1)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--warm-up", options->warm_up, "untimed calls per algorithm before the rounds (RMA windows)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_option("--learn-calls", options->learn_calls,
                       "calls automatic makes (learning) before its row is sampled, at most ~2 s")
       ->capture_default_str();

@@ -7,7 +7,9 @@ SIMULATED with its platform, calibration and command.
   sim/plot.py counts docs/sim-counts.png ib:36=counts-36.txt ...
   sim/plot.py halo docs/sim-halo.png ib/24:64=halo-ib-24-64.json ...   (platform/cells per rank:P)
   sim/plot.py let docs/sim-let.png ib:64=tree-ib-64.json ...
+  sim/plot.py migration docs/sim-migration.png build/simruns   (every migration-<platform>-<P>-<algorithm>.json/.txt)
 """
+import glob
 import json
 import os
 import re
@@ -231,7 +233,102 @@ def let(output, arguments):
     fig.savefig(output, dpi=110)
 
 
+ALGORITHMS = ["alltoall", "sendrecv_reduce", "nbx", "reduce_scatter", "rma_fence", "rma_passive", "grid"]
+
+
+def migration(output, arguments):
+    """The seed's study on real migration patterns (sim/runs.sh migration): per
+    platform, P and N, every algorithm's time, the best, automatic's model pick
+    (its first calls), the best of the model's first three (what its measuring
+    epochs choose from) and, where run, automatic's own row."""
+    folder = arguments[0]
+    data = {}  # (platform, P, N) -> {"times": {alg: us}, "stats": ..., "model": [...], "auto": (us, ran, how)}
+    for path in sorted(glob.glob(os.path.join(folder, "migration-*-*-*.json"))):
+        m = re.match(r"migration-([a-z0-9]+)-(\d+)-([a-z_]+)(-\d+)?\.json$", os.path.basename(path))
+        if not m:
+            continue
+        platform, ranks, algorithm = m.group(1), int(m.group(2)), m.group(3)
+        log = path[:-5] + ".txt"
+        models, moved = {}, {}
+        if os.path.exists(log):
+            for line in open(log):
+                mm = re.match(r"model (migration:\S+) \d+ B: (.*)$", line.strip())
+                if mm:
+                    models[mm.group(1)] = [item.split()[0] for item in mm.group(2).split(", ")]
+                mm = re.match(r"(migration:\S+): N = (\d+) .*leaving ([0-9.]+) \(max (\d+)", line.strip())
+                if mm:
+                    moved[mm.group(1)] = (int(mm.group(2)), float(mm.group(3)), int(mm.group(4)))
+        for row in json.load(open(path))["rows"]:
+            n = moved.get(row["pattern"], (0,))[0] or row["pattern"]
+            entry = data.setdefault((platform, ranks, n), {"times": {}, "model": [], "auto": None})
+            entry["pattern"] = row["pattern"]
+            entry["stats"] = (row["max_messages_sent"], row["max_messages_received"], row["max_bytes_sent"],
+                              row["max_bytes_received"])
+            entry["moved"] = moved.get(row["pattern"])
+            entry["model"] = models.get(row["pattern"], entry["model"])
+            if row["algorithm"] == "automatic":
+                entry["auto"] = (row["median_s"] * 1e6, row["ran"], row["how"])
+            else:
+                entry["times"][row["algorithm"]] = row["median_s"] * 1e6
+    print("\n| platform | P | N | leaving per rank (max) | msgs out / in (max) | KB out / in (max) | "
+          + " | ".join(ALGORITHMS) + " | best | model's first (x best) | automatic learned: best of model's first 3 non-RMA (x best) | "
+          "automatic row: ran (x best) |")
+    print("|---" * (len(ALGORITHMS) + 9) + "|")
+    for (platform, ranks, n), entry in sorted(data.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]).zfill(12))):
+        times = entry["times"]
+        best = min(times, key=times.get)  # of those run
+        cells = [f"**{times[a]:.1f}**" if a == best else (f"{times[a]:.1f}" if a in times else "-") for a in ALGORITHMS]
+        model = entry["model"]
+        pick = f"{model[0]} ({times[model[0]] / times[best]:.2f}x)" if model and model[0] in times else "-"
+        # automatic's exploration: the model's first three without a setup
+        # (RMA windows), one measuring epoch each; it keeps the fastest.
+        first3 = [a for a in model if not a.startswith("rma")][:3]
+        run = [a for a in first3 if a in times]
+        learned = min(run, key=times.get) if run else None
+        learned = f"{learned} ({times[learned] / times[best]:.2f}x)" if learned else "-"
+        if run and len(run) < len(first3):
+            learned += f" of {', '.join(run)} (not run: {', '.join(a for a in first3 if a not in times)})"
+        auto = entry["auto"]
+        auto = f"{auto[1]}, {auto[2]} {auto[0]:.1f} ({auto[0] / times[best]:.2f}x)" if auto else "-"
+        stats, moved = entry["stats"], entry["moved"] or (0, 0.0, 0)
+        side = round(n ** (1 / 3)) if isinstance(n, int) else 0
+        print(f"| {platform} | {ranks} | {side}^3 | {moved[1]:.0f} ({moved[2]}) | {stats[0]} / {stats[1]} | "
+              f"{stats[2] / 1e3:.1f} / {stats[3] / 1e3:.1f} | " + " | ".join(cells) +
+              f" | {best} | {pick} | {learned} | {auto} |")
+    platforms = sorted({k[0] for k in data}, key=lambda p: ["ib", "tofu"].index(p) if p in ("ib", "tofu") else 9)
+    ranks_all = sorted({k[1] for k in data})
+    fig, axes = plt.subplots(len(platforms), len(ranks_all), figsize=(4.6 * len(ranks_all), 4.2 * len(platforms)),
+                             squeeze=False)
+    for i, platform in enumerate(platforms):
+        for j, ranks in enumerate(ranks_all):
+            axis = axes[i][j]
+            points = {k[2]: v for k, v in data.items() if k[0] == platform and k[1] == ranks}
+            for a, algorithm in enumerate(ALGORITHMS):
+                xs = sorted(n for n in points if algorithm in points[n]["times"])
+                if xs:
+                    axis.plot(xs, [points[n]["times"][algorithm] for n in xs], marker="o", color=f"C{a}",
+                              label=algorithm)
+            xs = sorted(n for n in points if points[n]["auto"])
+            if xs:
+                axis.plot(xs, [points[n]["auto"][0] for n in xs], "k*", markersize=11, label="automatic (row)")
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            axis.set_xlabel("particles N (uniform, periodic unit cube)")
+            axis.set_ylabel("time per exchange [us] (slowest rank)")
+            axis.set_title(f"SIMULATED migration, {platform}, P = {ranks}", fontsize=10)
+            axis.grid(True, which="both", alpha=0.3)
+            if not points:
+                axis.text(0.5, 0.5, "not run", transform=axis.transAxes, ha="center")
+            axis.legend(fontsize=6)
+    footer(fig, platforms, "sim/run <platform> <P> sparse --patterns migration:100^3 migration:316^3 migration:682^3 "
+                           "--sizes 64 --rounds 1 --warm-up 1 --no-plan --algorithms <one>\n(sim/runs.sh migration P "
+                           "ib tofu): one step of migration, multisection decomposition, 64 B per particle, "
+                           "each coordinate moved uniform in +-1 mean spacing N^(-1/3)")
+    fig.tight_layout(rect=(0, 0.16 / len(platforms), 1, 1))
+    fig.savefig(output, dpi=110)
+
+
 if __name__ == "__main__":
     kind, output, *rest = sys.argv[1:]
-    {"sparse": sparse, "counts": counts, "halo": halo, "let": let}[kind](output, rest)
+    {"sparse": sparse, "counts": counts, "halo": halo, "let": let, "migration": migration}[kind](output, rest)
     print(f"wrote {output}")

@@ -2,11 +2,13 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
-#   sim/runs.sh sparse | split <P> <platforms...> | counts | halo [P...] | let [P...] | model
+#   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
+#               | counts | halo [P...] | let [P...] | model
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
-#   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...
+#   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...; sim/plot.py migration
+#   docs/sim-migration.png build/simruns (every migration-*.json there)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${DOMEX_SIM_RUNS:-$root/build/simruns}
@@ -41,6 +43,47 @@ case ${1:-} in
       for algorithm in "${algorithms[@]}"; do
         run "sparse-$platform-$ranks-$algorithm" "$platform" "$ranks" sparse "${sparse_flags[@]}" --learning-calls 16 \
           --no-plan --algorithms "$algorithm" --json "sparse-$platform-$ranks-$algorithm.json"
+      done
+    done ;;
+  migration)
+    # sim/runs.sh migration <P> <platforms...> [-- algorithms...]: the seed's study on
+    # one step of particle migration in a real multisection decomposition of
+    # N = 100^3, 316^3, 682^3 particles (domex-bench sparse --patterns
+    # migration:<N>, 64 B per particle, each coordinate moved uniform in +-1
+    # mean spacing). One simulation per algorithm; the simulation is
+    # deterministic, so one warm-up call and one timed round (--rounds 1).
+    # automatic: 48 calls to learn first (its three 16-call measuring
+    # epochs), then its row; at P > 64 left out by default (the model's
+    # ranking, printed by every run, says what it explores).
+    ranks=$2
+    shift 2
+    platforms=()
+    while (($#)) && [[ $1 != -- ]]; do platforms+=("$1"); shift; done
+    (($#)) && shift
+    algorithms=("$@")
+    if ((${#algorithms[@]} == 0)); then
+      algorithms=(nbx grid reduce_scatter sendrecv_reduce rma_fence alltoall rma_passive)
+      ((ranks <= 64)) && algorithms+=(automatic)
+      ((ranks >= 1024)) && algorithms=(nbx reduce_scatter grid)
+    fi
+    # From P = 1024 on one simulation per algorithm and N (the three N in one
+    # took over 10 minutes for nbx), N = 100^3 and 682^3 only.
+    patterns=(migration:100^3 migration:316^3 migration:682^3)
+    ((ranks >= 1024)) && patterns=(migration:100^3 migration:682^3)
+    for platform in "${platforms[@]}"; do
+      for algorithm in "${algorithms[@]}"; do
+        if ((ranks < 1024)); then
+          run "migration-$platform-$ranks-$algorithm" "$platform" "$ranks" sparse --patterns "${patterns[@]}" \
+            --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
+            --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm.json"
+        else
+          for pattern in "${patterns[@]}"; do
+            n=${pattern#migration:}
+            run "migration-$platform-$ranks-$algorithm-${n%^3}" "$platform" "$ranks" sparse --patterns "$pattern" \
+              --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
+              --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm-${n%^3}.json"
+          done
+        fi
       done
     done ;;
   counts)
