@@ -29,20 +29,17 @@ namespace domex::bench {
 
 /// What the migration pattern sends from this rank.
 struct MigrationPattern {
-  std::map<int, std::size_t>
-      particles_to; ///< destination rank -> particles it gets from this rank
-  std::size_t shell_particles =
-      0; ///< particles generated (within one step of the surface)
-  std::size_t owned_particles = 0; ///< N x the volume of this rank's domain
+  std::map<int, std::size_t> particles_to;  ///< destination rank -> particles it gets from this rank
+  std::size_t shell_particles = 0;          ///< particles generated (within one step of the surface)
+  std::size_t owned_particles = 0;          ///< N x the volume of this rank's domain
 };
 
 /// Parses N of `migration:<N>`, N an integer or `n^3` (e.g. migration:682^3).
-inline std::uint64_t migration_particles(const std::string &pattern) {
+inline std::uint64_t migration_particles(const std::string& pattern) {
   const std::string value = pattern.substr(pattern.find(':') + 1);
   const auto caret = value.find('^');
   const double base = std::stod(value.substr(0, caret));
-  const double exponent =
-      caret == std::string::npos ? 1.0 : std::stod(value.substr(caret + 1));
+  const double exponent = caret == std::string::npos ? 1.0 : std::stod(value.substr(caret + 1));
   return static_cast<std::uint64_t>(std::llround(std::pow(base, exponent)));
 }
 
@@ -51,29 +48,22 @@ inline std::uint64_t migration_particles(const std::string &pattern) {
 /// min(N / P, samples) uniform positions per rank drawn in its starting
 /// equal-volume box (the cuts of N uniform particles up to sampling noise).
 /// Deterministic in (N, P, step, seed).
-inline MigrationPattern migration_pattern(const Comm &comm,
-                                          std::uint64_t particles, double step,
-                                          std::size_t samples,
+inline MigrationPattern migration_pattern(const Comm& comm, std::uint64_t particles, double step, std::size_t samples,
                                           std::uint64_t seed) {
   const int rank = comm.rank();
-  Multisection decomposition(comm, Box{{0, 0, 0}, {1, 1, 1}},
-                             {.periodic = {true, true, true}});
-  std::mt19937_64 random(seed * 1000003 + 7919 * particles +
-                         static_cast<std::uint64_t>(rank));
+  Multisection decomposition(comm, Box{{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, true}});
+  std::mt19937_64 random(seed * 1000003 + 7919 * particles + static_cast<std::uint64_t>(rank));
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   {
     const Box start = decomposition.box(rank);
-    std::vector<Point> positions(std::min<std::uint64_t>(
-        samples, particles / static_cast<std::uint64_t>(comm.size())));
-    for (auto &p : positions)
-      for (int a = 0; a < 3; ++a)
-        p[a] = start.lo[a] + uniform(random) * start.extent(a);
+    std::vector<Point> positions(std::min<std::uint64_t>(samples, particles / static_cast<std::uint64_t>(comm.size())));
+    for (auto& p : positions)
+      for (int a = 0; a < 3; ++a) p[a] = start.lo[a] + uniform(random) * start.extent(a);
     decomposition.rebalance(positions);
   }
   const Box box = decomposition.box(rank);
   const double s = step / std::cbrt(static_cast<double>(particles));
-  const std::array<double, 3> extent{box.extent(0), box.extent(1),
-                                     box.extent(2)};
+  const std::array<double, 3> extent{box.extent(0), box.extent(1), box.extent(2)};
   // The shell as six slabs: x's two faces of full y, z extent; y's within
   // the inner x; z's within the inner x and y. A slab is 2s thick at most
   // (a domain thinner than 2s is all shell).
@@ -90,42 +80,34 @@ inline MigrationPattern migration_pattern(const Comm &comm,
   for (int a = 0; a < 3; ++a)
     for (int side = 0; side < 2; ++side) {
       Box region = box;
-      for (int b = 0; b < a; ++b) { // earlier axes: their inner part only
+      for (int b = 0; b < a; ++b) {  // earlier axes: their inner part only
         region.lo[b] = box.lo[b] + face[b];
         region.hi[b] = box.hi[b] - face[b];
       }
       region.lo[a] = side == 0 ? box.lo[a] : box.hi[a] - face[a];
       region.hi[a] = side == 0 ? box.lo[a] + face[a] : box.hi[a];
       double volume = 1;
-      for (int b = 0; b < 3; ++b)
-        volume *= std::max(0.0, region.extent(b));
-      if (volume > 0)
-        slabs.push_back({region, volume});
+      for (int b = 0; b < 3; ++b) volume *= std::max(0.0, region.extent(b));
+      if (volume > 0) slabs.push_back({region, volume});
     }
   double shell_volume = 0;
-  for (const auto &slab : slabs)
-    shell_volume += slab.volume;
+  for (const auto& slab : slabs) shell_volume += slab.volume;
   MigrationPattern pattern;
   const double n = static_cast<double>(particles);
-  pattern.owned_particles = static_cast<std::size_t>(
-      std::llround(n * extent[0] * extent[1] * extent[2]));
-  pattern.shell_particles =
-      static_cast<std::size_t>(std::llround(n * shell_volume));
+  pattern.owned_particles = static_cast<std::size_t>(std::llround(n * extent[0] * extent[1] * extent[2]));
+  pattern.shell_particles = static_cast<std::size_t>(std::llround(n * shell_volume));
   std::vector<double> weights;
-  for (const auto &slab : slabs)
-    weights.push_back(slab.volume);
+  for (const auto& slab : slabs) weights.push_back(slab.volume);
   std::discrete_distribution<std::size_t> pick(weights.begin(), weights.end());
   std::uniform_real_distribution<double> move(-s, s);
   for (std::size_t i = 0; i < pattern.shell_particles; ++i) {
-    const Box &region = slabs[pick(random)].region;
+    const Box& region = slabs[pick(random)].region;
     Point p;
-    for (int a = 0; a < 3; ++a)
-      p[a] = region.lo[a] + uniform(random) * region.extent(a) + move(random);
-    const int owner = decomposition.try_owner(p); // periodic: wraps
-    if (owner != rank && owner >= 0)
-      ++pattern.particles_to[owner];
+    for (int a = 0; a < 3; ++a) p[a] = region.lo[a] + uniform(random) * region.extent(a) + move(random);
+    const int owner = decomposition.try_owner(p);  // periodic: wraps
+    if (owner != rank && owner >= 0) ++pattern.particles_to[owner];
   }
   return pattern;
 }
 
-} // namespace domex::bench
+}  // namespace domex::bench
