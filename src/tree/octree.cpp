@@ -92,9 +92,10 @@ Point centre_of(const Box& box) {
 void Octree::compute_moments(std::span<const Point> positions, std::span<const double> masses,
                              std::span<const Quadrupole> item_quadrupoles, std::span<const double> item_extents,
                              bool quadrupole) {
-  // The box of each cell's items, widened by their extents: a second bound on b_max.
+  // The box of each cell's items, widened by their extents: a second bound on
+  // b_max (each cell's is set from its items or children below).
   constexpr double inf = std::numeric_limits<double>::infinity();
-  std::vector<Box> tight(cells_.size(), Box{{inf, inf, inf}, {-inf, -inf, -inf}});
+  tight_.resize(cells_.size());
   for (std::size_t c = cells_.size(); c-- > 0;) {
     TreeCell& cell = cells_[c];
     Moments m;
@@ -142,21 +143,32 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
     }
     cell.opening = std::max(cell_edge_factor * cell.size, std::sqrt(b2));
     double bmax = 0;
-    Box& box = tight[c];
+    Box& box = tight_[c];
+    box = Box{{inf, inf, inf}, {-inf, -inf, -inf}};
     if (cell.leaf()) {
+      // Items without extent (all of them unless LET pseudo-particles are
+      // among them) by their squared distance: one square root per leaf.
+      double farthest2 = 0;
       for (std::uint32_t i = cell.begin; i < cell.end; ++i) {
         const double extent = item_extents.empty() ? 0.0 : item_extents[i];
-        bmax = std::max(bmax, distance(positions[i], m.centre) + extent);
+        const Point& p = positions[i];
+        if (extent == 0) {
+          const double dx = p[0] - m.centre[0], dy = p[1] - m.centre[1], dz = p[2] - m.centre[2];
+          farthest2 = std::max(farthest2, dx * dx + dy * dy + dz * dz);
+        } else {
+          bmax = std::max(bmax, distance(p, m.centre) + extent);
+        }
         for (int a = 0; a < 3; ++a) {
-          box.lo[a] = std::min(box.lo[a], positions[i][a] - extent);
-          box.hi[a] = std::max(box.hi[a], positions[i][a] + extent);
+          box.lo[a] = std::min(box.lo[a], p[a] - extent);
+          box.hi[a] = std::max(box.hi[a], p[a] + extent);
         }
       }
+      bmax = std::max(bmax, std::sqrt(farthest2));
     } else {
       for (std::uint32_t k = 0; k < cell.child_count; ++k) {
         const TreeCell& child = cells_[cell.first_child + k];
         if (child.count() == 0) continue;
-        const Box& child_box = tight[cell.first_child + k];
+        const Box& child_box = tight_[cell.first_child + k];
         bmax = std::max(bmax, std::min(distance(child.moments.centre, m.centre) + child.bmax,
                                        farthest_corner(child_box, m.centre)));
         for (int a = 0; a < 3; ++a)

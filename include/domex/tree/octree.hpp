@@ -104,6 +104,7 @@ class Octree {
  private:
   Box root_;
   std::vector<TreeCell> cells_;
+  std::vector<Box> tight_;  // compute_moments' scratch: each cell's items' box, widened by their extents
 };
 
 }  // namespace domex
