@@ -151,9 +151,9 @@ std::uint64_t FarCells(const double* const* HWY_RESTRICT arrays, std::uint32_t f
 // only, so each run's last vector reads records past its end (the array has
 // a vector of slack) and writes past its end (the next run, or the caller's
 // slack, takes those slots).
-std::size_t GatherParticleRuns(const double* HWY_RESTRICT xyzm, const std::uint32_t* HWY_RESTRICT ranges,
-                               std::size_t range_count, const double* HWY_RESTRICT origin, float* HWY_RESTRICT ox,
-                               float* HWY_RESTRICT oy, float* HWY_RESTRICT oz, float* HWY_RESTRICT om) {
+void GatherParticleRuns(const double* HWY_RESTRICT xyzm, const std::uint32_t* HWY_RESTRICT ranges,
+                        std::size_t range_count, const double* HWY_RESTRICT origin, float* HWY_RESTRICT ox,
+                        float* HWY_RESTRICT oy, float* HWY_RESTRICT oz, float* HWY_RESTRICT om) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
   const std::size_t lanes = hn::Lanes(dd);
@@ -171,7 +171,6 @@ std::size_t GatherParticleRuns(const double* HWY_RESTRICT xyzm, const std::uint3
     }
     slot += length;
   }
-  return slot;
 }
 
 // Records gathered by index.
@@ -292,10 +291,10 @@ HWY_EXPORT(FarCells);
 
 namespace tree_detail {
 
-std::size_t gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
-                                 const double origin[3], ListFp32 out) {
-  return HWY_DYNAMIC_DISPATCH(kernel_detail::GatherParticleRuns)(xyzm, ranges, range_count, origin, out.x, out.y,
-                                                                  out.z, out.mass);
+void gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
+                          const double origin[3], ListFp32 out) {
+  HWY_DYNAMIC_DISPATCH(kernel_detail::GatherParticleRuns)(xyzm, ranges, range_count, origin, out.x, out.y, out.z,
+                                                          out.mass);
 }
 
 std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
@@ -303,7 +302,11 @@ std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uin
   return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(cells.array.data(), first, count, target, search2);
 }
 
-std::size_t list_slack() { return HWY_DYNAMIC_DISPATCH(kernel_detail::DoubleLanes)(); }
+std::size_t list_slack() {
+  // The dispatch target is fixed for the process: asked once, not per group.
+  static const std::size_t lanes = HWY_DYNAMIC_DISPATCH(kernel_detail::DoubleLanes)();
+  return lanes;
+}
 
 void gather_records(const double* records, std::size_t stride, const std::uint32_t* index, std::size_t count,
                     const double origin[3], ListFp32 out) {

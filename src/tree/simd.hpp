@@ -41,10 +41,9 @@ struct ListFp32 {
 std::size_t list_slack();
 
 /// Particles: the runs [ranges[2r], ranges[2r + 1]) of interleaved fp64
-/// records (x, y, z, mass), one after another, from out[0] on. Returns the
-/// count written.
-std::size_t gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
-                                 const double origin[3], ListFp32 out);
+/// records (x, y, z, mass), one after another, from out[0] on.
+void gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::size_t range_count,
+                          const double origin[3], ListFp32 out);
 
 /// Cells: records of `stride` doubles holding x, y, z, mass at their start;
 /// out[j] from records + index[j] * stride, for j < count (the slack of the

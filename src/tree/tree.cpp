@@ -606,9 +606,8 @@ void TreeForce::State::build_global_tree(bool build) {
   walk_nodes.resize(cells.size());
   const std::size_t stride = cells.size() + tree_detail::list_slack();
   walk_geometry.resize(tree_detail::WalkGeometry::arrays * stride);  // (the slack is read, never used)
-  for (std::size_t k = 0; k < tree_detail::WalkGeometry::arrays; ++k)
-    geometry.array[k] = walk_geometry.data() + k * stride;
-  const auto column = [&](tree_detail::WalkGeometry::Array k) { return walk_geometry.data() + k * stride; };
+  const auto column = [&](std::size_t k) { return walk_geometry.data() + k * stride; };
+  for (std::size_t k = 0; k < tree_detail::WalkGeometry::arrays; ++k) geometry.array[k] = column(k);
   double *cx = column(geometry.cx), *cy = column(geometry.cy), *cz = column(geometry.cz);
   double *lo_x = column(geometry.lo_x), *lo_y = column(geometry.lo_y), *lo_z = column(geometry.lo_z);
   double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
@@ -737,7 +736,8 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     b.tz[i] = static_cast<float>(p[2] - origin[2]);
   }
   const std::size_t sources = b.epj_count + b.spj.size();
-  for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources + tree_detail::list_slack());
+  const std::size_t slack = tree_detail::list_slack();
+  for (auto* v : {&b.sx, &b.sy, &b.sz, &b.sm}) v->resize(sources + slack);
   auto put = [&](std::size_t j, const Point& p, double m) {
     b.sx[j] = static_cast<float>(p[0] - origin[0]);
     b.sy[j] = static_cast<float>(p[1] - origin[1]);
