@@ -26,7 +26,7 @@ constexpr double two_pi = 2 * std::numbers::pi;
 /// The duplicate communicator every ghost plan of one Comm sends on (made
 /// once: a plan is rebuilt every few steps, an MPI_Comm_dup each time would
 /// cost a collective), and the number of plans made on it: plan n uses tags
-/// 2n and 2n + 1 (mod the cycle), so plans alive together never match each
+/// 4n to 4n + 2 (mod the cycle), so plans alive together never match each
 /// other's messages, nor any other domex call's.
 struct GhostComm {
   explicit GhostComm(Comm& comm) {
@@ -42,7 +42,7 @@ struct GhostComm {
   }
   MPI_Comm dup = MPI_COMM_NULL;
   int plans = 0;
-  static constexpr int tag_pairs = 16000;  // MPI guarantees tags up to 32767
+  static constexpr int tag_sets = 8000;  // MPI guarantees tags up to 32767
 };
 
 /// Squared distance from p to a box (0 inside).
@@ -135,12 +135,14 @@ class Finder {
  public:
   Finder(std::vector<Piece> pieces, const Box& region, double cutoff, bool sectors, std::size_t particles)
       : pieces_(std::move(pieces)), region_(region), cutoff2_(cutoff * cutoff), sectors_(sectors) {
-    // Cells no smaller than the cutoff (a piece lists in at most ~27 cells
-    // per cutoff-sized extent of its own) and about two particles per cell.
+    // Cells of a quarter cutoff (the layer of cells that list a piece is at
+    // most 1.25 cutoffs deep, so few interior particles test pieces), or
+    // larger to keep about one cell per particle.
     double volume = 1;
     for (int a = 0; a < 3; ++a) volume *= std::max(region.extent(a), cutoff);
-    const double target = std::clamp(static_cast<double>(particles) / 2, 64.0, double(1 << 21));
-    cell_ = std::max(cutoff, std::cbrt(volume / target));
+    const double target = std::clamp(static_cast<double>(particles), 64.0, double(1 << 22));
+    cell_ = std::max(cutoff / 4, std::cbrt(volume / target));
+    inverse_cell_ = 1 / cell_;
     std::size_t cells = 1;
     for (int a = 0; a < 3; ++a) {
       dims_[a] = std::max(1L, static_cast<long>(std::ceil(region.extent(a) / cell_)));
@@ -171,37 +173,78 @@ class Finder {
     std::vector<std::size_t> fill(start_.begin(), start_.end() - 1);
     for (std::size_t n = 0; n < pieces_.size(); ++n)
       each_cell(pieces_[n], [&](std::size_t cell) { list_[fill[cell]++] = static_cast<std::uint32_t>(n); });
+    // The inner box: a part of the region no piece is within the cutoff of
+    // (each piece's reach cut off on the side that loses least), so that a
+    // particle inside costs six comparisons.
+    inner_ = region;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Piece& piece : pieces_) {
+        Box reach = piece.bounds;
+        for (int a = 0; a < 3; ++a) reach.lo[a] -= cutoff, reach.hi[a] += cutoff;
+        bool overlaps = true;
+        for (int a = 0; a < 3; ++a) overlaps = overlaps && reach.lo[a] <= inner_.hi[a] && reach.hi[a] >= inner_.lo[a];
+        if (!overlaps) continue;
+        Box best = inner_;
+        double best_volume = -1;
+        for (int a = 0; a < 3; ++a)
+          for (int side = 0; side < 2; ++side) {
+            Box cut = inner_;
+            if (side == 0) cut.lo[a] = std::nextafter(reach.hi[a], std::numeric_limits<double>::infinity());
+            else cut.hi[a] = std::nextafter(reach.lo[a], -std::numeric_limits<double>::infinity());
+            double volume = 1;
+            for (int b = 0; b < 3; ++b) volume *= std::max(0.0, cut.hi[b] - cut.lo[b]);
+            if (cut.lo[a] > cut.hi[a]) volume = -0.5;  // empty
+            if (volume > best_volume) best_volume = volume, best = cut;
+          }
+        inner_ = best;
+        changed = true;
+        if (best_volume <= 0) {  // nothing left inside: every particle is tested
+          inner_ = {{1, 1, 1}, {0, 0, 0}};
+          changed = false;
+          break;
+        }
+      }
+    }
   }
 
-  /// Appends (rank, image) of every piece within the cutoff of p, sorted,
-  /// without repeats. Returns false if p's cell lists no piece (an interior
-  /// particle: the common case, one cell look-up).
-  bool find(const Point& p, std::vector<std::pair<int, int>>& found) const {
+  /// Calls found(rank, image) once for every (rank, image) with a piece
+  /// within the cutoff of p (in piece order). Returns false if p's cell
+  /// lists no piece (an interior particle: the common case, one look-up).
+  template <class Found>
+  bool find(const Point& p, Found&& found) const {
+    if (p[0] > inner_.lo[0] && p[0] < inner_.hi[0] && p[1] > inner_.lo[1] && p[1] < inner_.hi[1] &&
+        p[2] > inner_.lo[2] && p[2] < inner_.hi[2])
+      return false;
     std::size_t cell = 0, stride = 1;
     for (int a = 0; a < 3; ++a) {
-      const long i = std::clamp(static_cast<long>(std::floor((p[a] - region_.lo[a]) / cell_)), 0L, dims_[a] - 1);
+      const long i = std::clamp(static_cast<long>((p[a] - region_.lo[a]) * inverse_cell_), 0L, dims_[a] - 1);
       cell += static_cast<std::size_t>(i) * stride;
       stride *= static_cast<std::size_t>(dims_[a]);
     }
     const std::size_t begin = start_[cell], end = start_[cell + 1];
     if (begin == end) return false;
-    found.clear();
+    std::uint64_t seen[4] = {~0ull, ~0ull, ~0ull, ~0ull};  // the last (rank, image) keys: repeats are near
+    int next = 0;
     for (std::size_t n = begin; n < end; ++n) {
       const Piece& piece = pieces_[list_[n]];
       const double d2 = sectors_ ? sector_distance2(p, piece.box) : distance2(p, piece.box);
-      if (d2 <= cutoff2_) found.emplace_back(piece.rank, piece.image);
+      if (d2 > cutoff2_) continue;
+      const std::uint64_t key = (std::uint64_t(std::uint32_t(piece.rank)) << 5) | std::uint64_t(piece.image);
+      if (key == seen[0] || key == seen[1] || key == seen[2] || key == seen[3]) continue;
+      if (!found(piece.rank, piece.image)) continue;  // a repeat found further back
+      seen[next] = key;
+      next = (next + 1) & 3;
     }
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
     return true;
   }
 
  private:
   std::vector<Piece> pieces_;
-  Box region_;
+  Box region_, inner_;
   double cutoff2_;
   bool sectors_;
-  double cell_ = 1;
+  double cell_ = 1, inverse_cell_ = 1;
   long dims_[3] = {1, 1, 1};
   std::vector<std::size_t> start_;
   std::vector<std::uint32_t> list_;
@@ -243,7 +286,7 @@ Box bounding_box(std::span<const Point> positions) noexcept {
 struct GhostPlan::State {
   Comm* comm = nullptr;
   MPI_Comm mpi = MPI_COMM_NULL;
-  int tag = 0;  ///< forward; reverse is tag + 1
+  int tag = 0;  ///< forward; reverse is tag + 1, the build's positions tag + 2
   GhostOptions options;
   Point period{0, 0, 0};  ///< L per periodic axis (image shift s * L)
 
@@ -255,16 +298,24 @@ struct GhostPlan::State {
   std::vector<std::size_t> destination_offsets{0};
   std::vector<std::size_t> send_indices;
   std::vector<Point> send_shifts;
+  std::vector<std::size_t> shifted;          ///< the copies (positions in send_indices) with a non-zero shift
+  std::vector<std::size_t> scratch_shifted;  ///< one message's, for gather()
   GhostStats stats;
 
-  /// Persistent messages for one direction and record size (bytes of all
-  /// fields of one particle), kept while the plan lives: an application
-  /// alternates a few (positions forward, forces back).
+  /// Persistent messages of one direction and set of fields, kept while the
+  /// plan lives (an application alternates a few: positions forward, forces
+  /// back, the same arrays every step). The owner side (owned values going
+  /// out, or sums coming back) is packed in a buffer; the ghost side is sent
+  /// or received straight from or into the fields' ghost entries (one derived
+  /// datatype per message over the fields' blocks: no unpacking), unless a
+  /// message exceeds 1 GiB, when it is buffered too.
   struct Channel {
     bool reverse = false;
     std::size_t record = 0;
-    std::vector<std::byte> send, receive;
+    std::vector<std::pair<const std::byte*, std::size_t>> fields;  ///< direct: data and element size; empty: buffered
+    std::vector<std::byte> owner_side, ghost_side;
     std::vector<MPI_Request> sends, receives;
+    std::vector<MPI_Datatype> types;
   };
   std::vector<Channel> channels;
   int active = -1;  ///< channel of the operation in flight
@@ -272,19 +323,23 @@ struct GhostPlan::State {
   std::vector<std::byte> self;  ///< reverse: this rank's own images, field-major
 
   ~State() { free_channels(); }
-  void free_channels() noexcept {
+  static void free_channel(Channel& channel) noexcept {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    for (auto& channel : channels)
-      for (auto* requests : {&channel.sends, &channel.receives})
-        for (auto& request : *requests)
-          if (!finalized && request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    if (finalized) return;
+    for (auto* requests : {&channel.sends, &channel.receives})
+      for (auto& request : *requests)
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    for (auto& type : channel.types) MPI_Type_free(&type);
+  }
+  void free_channels() noexcept {
+    for (auto& channel : channels) free_channel(channel);
     channels.clear();
     active = -1;
   }
   [[nodiscard]] int rank() const noexcept { return comm->rank(); }
-  /// The channel for a direction and record size, made on first use.
-  int channel(bool reverse, std::size_t record);
+  /// The channel for a direction and these fields, made on first use.
+  int channel(bool reverse, std::span<const detail::GhostFieldView> fields);
   void validate(std::string_view call, std::span<const detail::GhostFieldView> fields) const;
   /// The build shared by all decompositions. `periodic`: axes whose image
   /// is a shift by `period`; `pieces_near(region)`: the pieces within the
@@ -314,39 +369,87 @@ void persistent(bool send, std::byte* data, std::size_t bytes, int peer, int tag
   } while (at < bytes);
 }
 
+/// Starts persistent requests once, waits, frees them (the build's one-off messages).
+void start_and_free(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  check_mpi(MPI_Startall(static_cast<int>(requests.size()), requests.data()), "MPI_Startall");
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  for (auto& request : requests) MPI_Request_free(&request);
+}
+
 }  // namespace
 
-int GhostPlan::State::channel(bool reverse, std::size_t record) {
+int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldView> fields) {
+  std::size_t record = 0;
+  for (const auto& field : fields) record += field.element_size;
+  constexpr std::size_t direct_limit = std::size_t{1} << 30;
+  std::size_t largest = 0;  // the largest ghost-side message
+  for (std::size_t s = 0; s + 1 < source_offsets.size(); ++s)
+    largest = std::max(largest, (source_offsets[s + 1] - source_offsets[s]) * record);
+  std::vector<std::pair<const std::byte*, std::size_t>> key;
+  if (largest <= direct_limit)
+    for (const auto& field : fields) key.emplace_back(field.data, field.element_size);
   for (std::size_t c = 0; c < channels.size(); ++c)
-    if (channels[c].reverse == reverse && channels[c].record == record) return static_cast<int>(c);
+    if (channels[c].reverse == reverse && channels[c].record == record && channels[c].fields == key)
+      return static_cast<int>(c);
   if (channels.size() == 4) {  // the oldest goes
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    for (auto* requests : {&channels.front().sends, &channels.front().receives})
-      for (auto& request : *requests)
-        if (!finalized) MPI_Request_free(&request);
+    free_channel(channels.front());
     channels.erase(channels.begin());
   }
   Channel& made = channels.emplace_back();
   made.reverse = reverse;
   made.record = record;
-  // Forward: owned copies out to destinations, ghosts in from sources;
-  // reverse: the other way.
-  const auto& out_ranks = reverse ? sources : destinations;
-  const auto& out_offsets = reverse ? source_offsets : destination_offsets;
-  const auto& in_ranks = reverse ? destinations : sources;
-  const auto& in_offsets = reverse ? destination_offsets : source_offsets;
-  made.send.resize(out_offsets.back() * record);
-  made.receive.resize(in_offsets.back() * record);
+  made.fields = std::move(key);
   const int message_tag = tag + (reverse ? 1 : 0);
-  for (std::size_t m = 0; m < out_ranks.size(); ++m)
-    if (out_ranks[m] != rank())
-      persistent(true, made.send.data() + out_offsets[m] * record, (out_offsets[m + 1] - out_offsets[m]) * record,
-                 out_ranks[m], message_tag, mpi, made.sends);
-  for (std::size_t m = 0; m < in_ranks.size(); ++m)
-    if (in_ranks[m] != rank())
-      persistent(false, made.receive.data() + in_offsets[m] * record, (in_offsets[m + 1] - in_offsets[m]) * record,
-                 in_ranks[m], message_tag, mpi, made.receives);
+  const int me = rank();
+  // Owner side: forward, owned copies out to the destinations; reverse, the
+  // ghosts' values back from them.
+  made.owner_side.resize(destination_offsets.back() * record);
+  auto& owner_requests = reverse ? made.receives : made.sends;
+  for (std::size_t m = 0; m < destinations.size(); ++m)
+    if (destinations[m] != me)
+      persistent(!reverse, made.owner_side.data() + destination_offsets[m] * record,
+                 (destination_offsets[m + 1] - destination_offsets[m]) * record, destinations[m], message_tag, mpi,
+                 owner_requests);
+  // Ghost side: forward, ghosts in from the sources; reverse, back to them.
+  auto& ghost_requests = reverse ? made.sends : made.receives;
+  if (made.fields.empty()) made.ghost_side.resize(source_offsets.back() * record);
+  for (std::size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s] == me) continue;
+    const std::size_t begin = source_offsets[s], count = source_offsets[s + 1] - begin;
+    if (made.fields.empty()) {
+      persistent(reverse, made.ghost_side.data() + begin * record, count * record, sources[s], message_tag, mpi,
+                 ghost_requests);
+      continue;
+    }
+    void* at = MPI_BOTTOM;
+    int elements = 1;
+    MPI_Datatype type = MPI_BYTE;
+    if (fields.size() == 1) {
+      at = fields[0].data + (local + begin) * fields[0].element_size;
+      elements = static_cast<int>(count * record);
+    } else {  // the message's block of every field, in field order
+      std::vector<int> lengths(fields.size());
+      std::vector<MPI_Aint> addresses(fields.size());
+      std::vector<MPI_Datatype> bytes(fields.size(), MPI_BYTE);
+      for (std::size_t f = 0; f < fields.size(); ++f) {
+        lengths[f] = static_cast<int>(count * fields[f].element_size);
+        check_mpi(MPI_Get_address(fields[f].data + (local + begin) * fields[f].element_size, &addresses[f]),
+                  "MPI_Get_address");
+      }
+      check_mpi(MPI_Type_create_struct(static_cast<int>(fields.size()), lengths.data(), addresses.data(), bytes.data(),
+                                       &type),
+                "MPI_Type_create_struct");
+      check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+      made.types.push_back(type);
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (reverse)
+      check_mpi(MPI_Send_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Send_init");
+    else
+      check_mpi(MPI_Recv_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Recv_init");
+    ghost_requests.push_back(request);
+  }
   return static_cast<int>(channels.size()) - 1;
 }
 
@@ -369,12 +472,23 @@ void GhostPlan::State::validate(std::string_view call, std::span<const detail::G
 
 namespace {
 
-/// Copies `count` elements of `size` bytes from data[indices[k]] into out,
-/// adding the shift of each copy to the Point at `shift_at` (when >= 0).
+/// Copies the elements data[indices[k]] into out[k], adding the image shift
+/// of the copies listed in `shifted` (positions k, ascending, relative to
+/// `indices`) to the Point at `shift_at` (when >= 0). A pure Point field gets
+/// the copy and the shift in one pass.
 void gather(const detail::GhostFieldView& field, std::span<const std::size_t> indices, std::span<const Point> shifts,
-            std::byte* out) {
+            std::span<const std::size_t> shifted, std::byte* out) {
   const std::size_t size = field.element_size;
   const std::byte* data = field.data;
+  if (field.shift_at == 0 && size == sizeof(Point) && !shifted.empty()) {
+    const auto* from = reinterpret_cast<const Point*>(data);
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      Point p = from[indices[k]];
+      for (int a = 0; a < 3; ++a) p[a] += shifts[k][a];
+      std::memcpy(out + k * sizeof(Point), &p, sizeof(Point));
+    }
+    return;
+  }
   switch (size) {  // fixed sizes compile to moves
     case 4:
       for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 4, data + indices[k] * 4, 4);
@@ -392,8 +506,7 @@ void gather(const detail::GhostFieldView& field, std::span<const std::size_t> in
       for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * size, data + indices[k] * size, size);
   }
   if (field.shift_at < 0) return;
-  for (std::size_t k = 0; k < indices.size(); ++k) {
-    if (shifts[k] == Point{0, 0, 0}) continue;
+  for (std::size_t k : shifted) {
     Point p;
     std::byte* at = out + k * size + field.shift_at;
     std::memcpy(&p, at, sizeof(Point));
@@ -436,77 +549,127 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   // The search: wrapped positions against the pieces near them.
   struct Entry {
     int rank;
+    int image;
     std::size_t index;
-    Point shift;
   };
   std::vector<Entry> entries;
   std::size_t boundary = 0;
-  if (!positions.empty()) {
-    std::vector<Point> wrapped(positions.begin(), positions.end());
-    for (Point& p : wrapped)
+  // Positions outside a periodic axis are searched at their wrapped place
+  // (a copy only when some are; their shifts include the wrap).
+  auto outside = [&](const Point& p) {
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a] && !(p[a] >= domain.lo[a] && p[a] < domain.hi[a])) return true;
+    return false;
+  };
+  std::vector<Point> wrapped_copy;
+  if (std::any_of(positions.begin(), positions.end(), outside)) {
+    wrapped_copy.assign(positions.begin(), positions.end());
+    for (Point& p : wrapped_copy)
       for (int a = 0; a < 3; ++a)
         if (periodic[a] && !(p[a] >= domain.lo[a] && p[a] < domain.hi[a])) {
           p[a] = domain.lo[a] + std::fmod(p[a] - domain.lo[a], length[a]);
           if (p[a] < domain.lo[a]) p[a] += length[a];
           if (p[a] >= domain.hi[a]) p[a] = domain.lo[a];
         }
+  }
+  const std::span<const Point> wrapped = wrapped_copy.empty() ? positions : std::span<const Point>(wrapped_copy);
+  if (!positions.empty()) {
     const Box region = bounding_box(wrapped);
     const Finder finder(pieces_near(region), region, cutoff, sectors, positions.size());
-    std::vector<std::pair<int, int>> found;
     for (std::size_t i = 0; i < wrapped.size(); ++i) {
-      if (!finder.find(wrapped[i], found)) continue;
-      ++boundary;
-      for (const auto& [rank, image] : found) {
-        const auto s = image_vector(image);
-        Point shift;
-        for (int a = 0; a < 3; ++a) shift[a] = (wrapped[i][a] - positions[i][a]) + s[a] * length[a];
-        entries.push_back({rank, i, shift});
-      }
+      const std::size_t first = entries.size();
+      const bool tested = finder.find(wrapped[i], [&](int rank, int image) {
+        for (std::size_t e = first; e < entries.size(); ++e)
+          if (entries[e].rank == rank && entries[e].image == image) return false;
+        entries.push_back({rank, image, i});
+        return true;
+      });
+      boundary += tested;
     }
   }
 
-  // Grouped by destination (stable: particle order, then image order).
+  // Grouped by destination (stable: particle order, then the pieces' order).
   const int size = comm->size();
   std::vector<std::size_t> count(static_cast<std::size_t>(size) + 1, 0);
   for (const Entry& entry : entries) ++count[static_cast<std::size_t>(entry.rank) + 1];
   std::vector<int> next_destinations;
   std::vector<std::size_t> next_destination_offsets{0};
+  Outbox<std::uint64_t> counts;  // one count per destination: who sends how many ghosts to whom
   for (int r = 0; r < size; ++r)
-    if (count[static_cast<std::size_t>(r) + 1]) {
+    if (const std::size_t n = count[static_cast<std::size_t>(r) + 1]) {
       next_destinations.push_back(r);
-      next_destination_offsets.push_back(next_destination_offsets.back() + count[static_cast<std::size_t>(r) + 1]);
+      next_destination_offsets.push_back(next_destination_offsets.back() + n);
+      counts.add(r, std::uint64_t{n});
     }
   for (int r = 0; r < size; ++r) count[static_cast<std::size_t>(r) + 1] += count[static_cast<std::size_t>(r)];
   std::vector<std::size_t> next_indices(entries.size());
   std::vector<Point> next_shifts(entries.size()), shifted_positions(entries.size());
+  std::array<Point, 27> image_shift;
+  for (int image = 0; image < 27; ++image) {
+    const auto s = image_vector(image);
+    for (int a = 0; a < 3; ++a) image_shift[static_cast<std::size_t>(image)][a] = s[a] * length[a];
+  }
   for (const Entry& entry : entries) {
     const std::size_t at = count[static_cast<std::size_t>(entry.rank)]++;
+    const Point& shift = image_shift[static_cast<std::size_t>(entry.image)];
+    const Point& p = positions[entry.index];
+    const Point& w = wrapped[entry.index];
     next_indices[at] = entry.index;
-    next_shifts[at] = entry.shift;
-    for (int a = 0; a < 3; ++a) shifted_positions[at][a] = positions[entry.index][a] + entry.shift[a];
+    for (int a = 0; a < 3; ++a) {
+      next_shifts[at][a] = (w[a] - p[a]) + shift[a];
+      shifted_positions[at][a] = w[a] + shift[a];
+    }
   }
 
-  // Who sends to this rank: one sparse exchange of the shifted positions.
-  const Outbox<Point> outbox(next_destinations, next_destination_offsets, std::move(shifted_positions));
-  Inbox<Point> inbox;
-  exchange(*comm, outbox, inbox, {.algorithm = options.discovery});
+  // Who sends to this rank: a sparse exchange of the counts (small
+  // messages, whatever the ghosts' number), then the shifted positions
+  // point to point, received straight into their place.
+  Inbox<std::uint64_t> inbox;
+  exchange(*comm, counts, inbox, {.algorithm = options.discovery});
+  std::vector<int> next_sources(inbox.sources().begin(), inbox.sources().end());
+  std::vector<std::size_t> next_source_offsets{0};
+  for (std::uint64_t n : inbox.data()) next_source_offsets.push_back(next_source_offsets.back() + n);
+  std::vector<Point> next_ghosts(next_source_offsets.back());
+  const int me = rank(), build_tag = tag + 2;
+  std::vector<MPI_Request> requests;
+  auto post = [&](bool send, Point* data, std::size_t points, int peer) {
+    persistent(send, reinterpret_cast<std::byte*>(data), points * sizeof(Point), peer, build_tag, mpi, requests);
+  };
+  for (std::size_t s = 0; s < next_sources.size(); ++s)
+    if (next_sources[s] != me)
+      post(false, next_ghosts.data() + next_source_offsets[s], next_source_offsets[s + 1] - next_source_offsets[s],
+           next_sources[s]);
+  for (std::size_t m = 0; m < next_destinations.size(); ++m) {
+    const std::size_t begin = next_destination_offsets[m], n = next_destination_offsets[m + 1] - begin;
+    if (next_destinations[m] == me) {
+      const auto s = static_cast<std::size_t>(std::lower_bound(next_sources.begin(), next_sources.end(), me) -
+                                              next_sources.begin());
+      std::copy_n(shifted_positions.begin() + static_cast<std::ptrdiff_t>(begin), n,
+                  next_ghosts.begin() + static_cast<std::ptrdiff_t>(next_source_offsets[s]));
+    } else {
+      post(true, shifted_positions.data() + begin, n, next_destinations[m]);
+    }
+  }
+  start_and_free(requests);
 
   // Commit (nothing below throws but allocation).
   free_channels();
   local = positions.size();
-  ghost_positions.assign(inbox.data().begin(), inbox.data().end());
-  sources.assign(inbox.sources().begin(), inbox.sources().end());
-  source_offsets.assign(inbox.offsets().begin(), inbox.offsets().end());
+  ghost_positions = std::move(next_ghosts);
+  sources = std::move(next_sources);
+  source_offsets = std::move(next_source_offsets);
   destinations = std::move(next_destinations);
   destination_offsets = std::move(next_destination_offsets);
   send_indices = std::move(next_indices);
   send_shifts = std::move(next_shifts);
+  shifted.clear();
+  for (std::size_t k = 0; k < send_shifts.size(); ++k)
+    if (send_shifts[k] != Point{0, 0, 0}) shifted.push_back(k);
   stats = {};
   stats.local = local;
   stats.ghosts = ghost_positions.size();
   stats.sent = send_indices.size();
   stats.boundary = boundary;
-  const int me = rank();
   stats.send_ranks = static_cast<std::size_t>(std::count_if(destinations.begin(), destinations.end(),
                                                             [me](int r) { return r != me; }));
   stats.receive_ranks =
@@ -602,7 +765,7 @@ GhostPlan::GhostPlan(Comm& comm, const Multisection& decomposition, std::span<co
   state_->options = options;
   auto& shared = comm.cached<GhostComm>();
   state_->mpi = shared.dup;
-  state_->tag = 2 * (shared.plans++ % GhostComm::tag_pairs);
+  state_->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
   rebuild(decomposition, positions);
 }
 
@@ -613,7 +776,7 @@ GhostPlan::GhostPlan(Comm& comm, const BucketDecomposition& decomposition, std::
   state_->options = options;
   auto& shared = comm.cached<GhostComm>();
   state_->mpi = shared.dup;
-  state_->tag = 2 * (shared.plans++ % GhostComm::tag_pairs);
+  state_->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
   rebuild(decomposition, positions);
 }
 
@@ -653,11 +816,6 @@ const GhostStats& GhostPlan::stats() const noexcept { return state_->stats; }
 const GhostOptions& GhostPlan::options() const noexcept { return state_->options; }
 
 namespace {
-std::size_t record_of(std::span<const detail::GhostFieldView> fields) noexcept {
-  std::size_t record = 0;
-  for (const auto& field : fields) record += field.element_size;
-  return record;
-}
 void start(std::vector<MPI_Request>& requests) {
   if (!requests.empty())
     check_mpi(MPI_Startall(static_cast<int>(requests.size()), requests.data()), "MPI_Startall");
@@ -671,27 +829,33 @@ void wait(std::vector<MPI_Request>& requests) {
 void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
   State& state = *state_;
   state.validate("GhostPlan::update", fields);
-  const std::size_t record = record_of(fields);
-  const int c = state.channel(false, record);
+  const int c = state.channel(false, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
+  const std::size_t record = channel.record;
   start(channel.receives);
   const int me = state.rank();
   const std::span<const std::size_t> indices(state.send_indices);
   const std::span<const Point> shifts(state.send_shifts);
+  std::vector<std::size_t>& shifted = state.scratch_shifted;
   for (std::size_t m = 0; m < state.destinations.size(); ++m) {
     const std::size_t begin = state.destination_offsets[m], count = state.destination_offsets[m + 1] - begin;
+    // The copies of this message with a non-zero shift, relative to its start.
+    shifted.clear();
+    for (auto k = std::lower_bound(state.shifted.begin(), state.shifted.end(), begin);
+         k != state.shifted.end() && *k < begin + count; ++k)
+      shifted.push_back(*k - begin);
     if (state.destinations[m] == me) {  // this rank's own images: straight into the ghost entries
       const auto s = static_cast<std::size_t>(
           std::lower_bound(state.sources.begin(), state.sources.end(), me) - state.sources.begin());
       const std::size_t ghost = state.local + state.source_offsets[s];
       for (const auto& field : fields)
-        gather(field, indices.subspan(begin, count), shifts.subspan(begin, count),
+        gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted,
                field.data + ghost * field.element_size);
       continue;
     }
-    std::byte* out = channel.send.data() + begin * record;
+    std::byte* out = channel.owner_side.data() + begin * record;
     for (const auto& field : fields) {
-      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), out);
+      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, out);
       out += count * field.element_size;
     }
   }
@@ -708,12 +872,13 @@ void GhostPlan::finish() {
   state.active = -1;
   wait(channel.receives);
   wait(channel.sends);
+  if (!channel.fields.empty()) return;  // received in place
   const std::size_t record = channel.record;
   const int me = state.rank();
   for (std::size_t s = 0; s < state.sources.size(); ++s) {
     if (state.sources[s] == me) continue;
     const std::size_t begin = state.source_offsets[s], count = state.source_offsets[s + 1] - begin;
-    const std::byte* in = channel.receive.data() + begin * record;
+    const std::byte* in = channel.ghost_side.data() + begin * record;
     for (const auto& field : state.active_fields) {
       std::memcpy(field.data + (state.local + begin) * field.element_size, in, count * field.element_size);
       in += count * field.element_size;
@@ -726,9 +891,9 @@ void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
   state.validate("GhostPlan::reverse", fields);
   for (const auto& field : fields)
     if (field.shift_at >= 0) fail("GhostPlan::reverse", "a shifted field has no reverse (positions are not summed)");
-  const std::size_t record = record_of(fields);
-  const int c = state.channel(true, record);
+  const int c = state.channel(true, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
+  const std::size_t record = channel.record;
   start(channel.receives);
   const int me = state.rank();
   for (std::size_t s = 0; s < state.sources.size(); ++s) {
@@ -737,8 +902,10 @@ void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
     if (state.sources[s] == me) {
       state.self.resize(count * record);
       out = state.self.data();
+    } else if (channel.fields.empty()) {
+      out = channel.ghost_side.data() + begin * record;
     } else {
-      out = channel.send.data() + begin * record;
+      continue;  // sent straight from the ghost entries
     }
     for (const auto& field : fields) {
       const std::size_t bytes = count * field.element_size;
@@ -762,8 +929,9 @@ std::vector<const std::byte*> GhostPlan::finish_reverse() {
   std::vector<const std::byte*> arrived(state.destinations.size());
   const int me = state.rank();
   for (std::size_t m = 0; m < state.destinations.size(); ++m)
-    arrived[m] = state.destinations[m] == me ? state.self.data()
-                                             : channel.receive.data() + state.destination_offsets[m] * channel.record;
+    arrived[m] = state.destinations[m] == me
+                     ? state.self.data()
+                     : channel.owner_side.data() + state.destination_offsets[m] * channel.record;
   return arrived;
 }
 
