@@ -180,7 +180,10 @@ class GhostPlan {
   }
   /// Starts update(): agrees on the fields, packs and posts. Compute on owned
   /// particles, then finish(). The fields must stay alive, their owned
-  /// entries unchanged and their ghost entries unused until finish().
+  /// entries unchanged and their ghost entries unused until finish() (MPI
+  /// receives into them directly: persistent requests with a derived
+  /// datatype over the fields' ghost blocks, kept while the same arrays come
+  /// back, so nothing is unpacked).
   template <class... Fields>
   void begin(Fields&&... fields) {
     static_assert(sizeof...(Fields) > 0, "GhostPlan::begin: give at least one field");
@@ -208,8 +211,9 @@ class GhostPlan {
     reverse_begin(fields...);
     reverse_finish(combine, fields...);
   }
-  /// Starts a reverse operation: agrees on the fields, packs the ghost
-  /// entries and posts them to their owners.
+  /// Starts a reverse operation: agrees on the fields and posts the ghost
+  /// entries to their owners (sent straight from the fields: leave the ghost
+  /// entries unchanged until reverse_finish()).
   template <class... Fields>
   void reverse_begin(Fields&... fields) {
     static_assert(sizeof...(Fields) > 0, "GhostPlan::reverse_begin: give at least one field");
