@@ -567,11 +567,71 @@ std::vector<std::vector<T>> filled_world(const World& w, int field, bool integer
 
 std::size_t my_box(const World& w) { return static_cast<std::size_t>(&w.mine() - w.boxes.data()); }
 
+/// reverse_sum() of a double, a float and a std::array<double, 3> field
+/// (and, with integers, an int32 one) against the serial reference, bitwise,
+/// ghosts unchanged; with integers also against an order-free brute force
+/// over the global grid. Returns the cells where the wrong order (Stencil::full,
+/// any doubles) would give other bits.
+long long check_reverse_sum(const domex::CartesianGrid& grid, Stencil stencil, int depth, bool integers) {
+  const domex::detail::GhostSum sum;
+  const auto cells = grid.global_cells();
+  domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
+  const World w = world_of(grid, depth);
+  EXPECT_EQ(w.cells(w.mine()), plan.cells());
+  if (w.cells(w.mine()) != plan.cells()) return 0;
+  const auto d0 = filled_world<double>(w, 0, integers);
+  const auto f0 = filled_world<float>(w, 1, integers);
+  const auto t0 = filled_world<Triple>(w, 2, integers);
+  const auto i0 = filled_world<std::int32_t>(w, 4, true);
+  const std::size_t me = my_box(w);
+  auto d = d0[me];
+  auto f = f0[me];
+  auto t = t0[me];
+  auto i = i0[me];
+  if (integers) plan.reverse_sum(d, f, t, i);
+  else plan.reverse_sum(d, f, t);
+  EXPECT_EQ(wrong_after_reverse(w, d, reference_reverse(w, d0, stencil, sum)[me], d0[me]), 0);
+  EXPECT_EQ(wrong_after_reverse(w, f, reference_reverse(w, f0, stencil, sum)[me], f0[me]), 0);
+  EXPECT_EQ(wrong_after_reverse(w, t, reference_reverse(w, t0, stencil, sum)[me], t0[me]), 0);
+  long long order_visible = 0;
+  if (integers) {
+    EXPECT_EQ(wrong_after_reverse(w, i, reference_reverse(w, i0, stencil, sum)[me], i0[me]), 0);
+    // Exact sums: whatever the order, every owned cell is its value plus
+    // every ghost of it on every rank (brute force over the global grid),
+    // for both stencils alike.
+    const auto global_index = [&](Cell g) {
+      return static_cast<std::size_t>(g[0]) +
+             cells[0] * (static_cast<std::size_t>(g[1]) + cells[1] * static_cast<std::size_t>(g[2]));
+    };
+    std::vector<double> total(cells[0] * cells[1] * cells[2], 0.0);
+    for (const RankBox& b : w.boxes)
+      for_each_cell(w, b, [&](Cell c, std::array<int, 3>) {
+        Cell g{};
+        std::array<bool, 3> crossing{};
+        if (global_cell(w, b, c, g, crossing))
+          total[global_index(g)] += d0[static_cast<std::size_t>(&b - w.boxes.data())][w.index(b, c)];
+      });
+    long long right = 0;
+    const RankBox& b = w.mine();
+    for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
+      if (direction != std::array<int, 3>{0, 0, 0}) return;
+      right += d[w.index(b, c)] == total[global_index({b.first[0] + c[0], b.first[1] + c[1], b.first[2] + c[2]})];
+    });
+    EXPECT_EQ(right, static_cast<long long>(grid.owned_cells())) << "against the order-free brute force";
+  } else if (stencil == Stencil::full) {
+    order_visible = wrong_after_reverse(w, d, reference_reverse(w, d0, stencil, sum, true)[me], d0[me]);
+  }
+  // Again with the same plan (persistent requests reused): the same bits.
+  auto again = d0[me];
+  plan.reverse_sum(again);
+  EXPECT_EQ(std::memcmp(again.data(), d.data(), d.size() * sizeof(double)), 0);
+  return order_visible;
+}
+
 TEST(HaloPlanReverse, SumIsTheSerialSumInTheFixedOrder) {
   domex::Comm comm{MPI_COMM_WORLD};
   const auto p = static_cast<std::size_t>(comm.size());
   const std::array<bool, 3> periodic_cases[] = {{false, false, false}, {true, true, true}, {true, false, true}};
-  const domex::detail::GhostSum sum;
   long long order_visible = 0;  // cells where the wrong order gives other bits
   int cases = 0;
   for (std::array<int, 3> dims : {std::array<int, 3>{0, 0, 0}, {comm.size(), 1, 1}, {1, 1, comm.size()}})
@@ -582,62 +642,10 @@ TEST(HaloPlanReverse, SumIsTheSerialSumInTheFixedOrder) {
       for (Stencil stencil : {Stencil::full, Stencil::faces})
         for (int depth : {1, 2})
           for (bool integers : {false, true}) {
-            const std::string where =
-                fmt::format("stencil {}, depth {}, dims {}x{}x{}, periodic {}{}{}, {}", domex::to_string(stencil),
-                            depth, grid.dims()[0], grid.dims()[1], grid.dims()[2], periodic[0], periodic[1],
-                            periodic[2], integers ? "integers" : "any doubles");
-            SCOPED_TRACE(where);
-            domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
-            const World w = world_of(grid, depth);
-            ASSERT_EQ(w.cells(w.mine()), plan.cells());
-            const auto d0 = filled_world<double>(w, 0, integers);
-            const auto f0 = filled_world<float>(w, 1, integers);
-            const auto t0 = filled_world<Triple>(w, 2, integers);
-            const std::size_t me = my_box(w);
-            auto d = d0[me];
-            auto f = f0[me];
-            auto t = t0[me];
-            plan.reverse_sum(d, f, t);
-            const auto d_ref = reference_reverse(w, d0, stencil, sum);
-            const auto f_ref = reference_reverse(w, f0, stencil, sum);
-            const auto t_ref = reference_reverse(w, t0, stencil, sum);
-            EXPECT_EQ(wrong_after_reverse(w, d, d_ref[me], d0[me]), 0);
-            EXPECT_EQ(wrong_after_reverse(w, f, f_ref[me], f0[me]), 0);
-            EXPECT_EQ(wrong_after_reverse(w, t, t_ref[me], t0[me]), 0);
-            if (integers) {
-              // Exact sums: whatever the order, every owned cell is its value
-              // plus every ghost of it on every rank (brute force over the
-              // global grid), for both stencils alike.
-              std::vector<double> total(cells[0] * cells[1] * cells[2], 0.0);
-              for (const RankBox& b : w.boxes)
-                for_each_cell(w, b, [&](Cell c, std::array<int, 3>) {
-                  Cell g{};
-                  std::array<bool, 3> crossing{};
-                  if (global_cell(w, b, c, g, crossing))
-                    total[static_cast<std::size_t>(g[0]) +
-                          cells[0] * (static_cast<std::size_t>(g[1]) + cells[1] * static_cast<std::size_t>(g[2]))] +=
-                        d0[static_cast<std::size_t>(&b - w.boxes.data())][w.index(b, c)];
-                });
-              long long wrong = 0;
-              const RankBox& b = w.mine();
-              for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
-                if (direction != std::array<int, 3>{0, 0, 0}) return;
-                const Cell g{b.first[0] + c[0], b.first[1] + c[1], b.first[2] + c[2]};
-                wrong += d[w.index(b, c)] == total[static_cast<std::size_t>(g[0]) +
-                                                   cells[0] * (static_cast<std::size_t>(g[1]) +
-                                                               cells[1] * static_cast<std::size_t>(g[2]))]
-                             ? 0
-                             : 1;
-              });
-              EXPECT_EQ(wrong, 0) << "against the order-free brute force";
-            } else if (stencil == Stencil::full) {
-              const auto wrong_order = reference_reverse(w, d0, stencil, sum, true);
-              order_visible += wrong_after_reverse(w, d, wrong_order[me], d0[me]);
-            }
-            // Again with the same plan (persistent requests reused): the same bits.
-            auto again = d0[me];
-            plan.reverse_sum(again);
-            EXPECT_EQ(std::memcmp(again.data(), d.data(), d.size() * sizeof(double)), 0);
+            SCOPED_TRACE(fmt::format("stencil {}, depth {}, dims {}x{}x{}, periodic {}{}{}, {}",
+                                     domex::to_string(stencil), depth, grid.dims()[0], grid.dims()[1], grid.dims()[2],
+                                     periodic[0], periodic[1], periodic[2], integers ? "integers" : "any doubles"));
+            order_visible += check_reverse_sum(grid, stencil, depth, integers);
             ++cases;
           }
     }
@@ -645,6 +653,26 @@ TEST(HaloPlanReverse, SumIsTheSerialSumInTheFixedOrder) {
   // The order is observable in these values: had the plan summed in another
   // order, the test above would have seen it.
   EXPECT_GT(comm.allreduce(order_visible, MPI_SUM), 0);
+}
+
+TEST(HaloPlanReverse, BlocksOfDepthCellsWhereACellIsNearBothSides) {
+  // Each rank owns exactly `depth` cells on x and y: every owned cell gets
+  // ghosts from both sides of those axes (and, periodic with one rank, from
+  // itself twice).
+  domex::Comm comm{MPI_COMM_WORLD};
+  for (int depth : {1, 2})
+    for (const std::array<bool, 3> periodic : {std::array<bool, 3>{true, true, true}, {false, false, false},
+                                               {true, false, true}}) {
+      const auto d = static_cast<std::size_t>(depth);
+      domex::CartesianGrid grid(comm, {d * static_cast<std::size_t>(comm.size()), d, 3},
+                                {.dims = {comm.size(), 1, 1}, .periodic = periodic});
+      for (Stencil stencil : {Stencil::full, Stencil::faces})
+        for (bool integers : {false, true}) {
+          SCOPED_TRACE(fmt::format("stencil {}, depth {}, periodic {}{}{}, {}", domex::to_string(stencil), depth,
+                                   periodic[0], periodic[1], periodic[2], integers ? "integers" : "any doubles"));
+          check_reverse_sum(grid, stencil, depth, integers);
+        }
+    }
 }
 
 TEST(HaloPlanReverse, AnOperationIsAppliedInTheFixedOrder) {
