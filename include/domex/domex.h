@@ -20,7 +20,8 @@
  *   unknown algorithm name, bad dims, a NULL array with a non-zero count)
  *   returns the same error code on every rank, the message naming the rank
  *   that was wrong; none hangs. This costs one MPI_Allreduce of an int more
- *   than the C++ call, except in domex_halo_exchange (free: see there).
+ *   than the C++ call, except in domex_halo_exchange and
+ *   domex_halo_reverse_sum_doubles (free: see there).
  * - on error, outputs are untouched (a handle pointer stays as it was) or,
  *   for an inbox or buffer, left empty and reusable; handles stay usable.
  * Ranks are 0-based; counts and offsets are size_t. Handles are freed with
@@ -172,6 +173,18 @@ int domex_halo_neighbour(const domex_halo* halo, const int direction[3], int* ra
 int domex_halo_exchange(domex_halo* halo, int field_count, void* const* fields, const size_t* element_sizes);
 /* The same for `field_count` double fields. */
 int domex_halo_exchange_doubles(domex_halo* halo, int field_count, double* const* fields);
+/* Collective over the halo's neighbours: the reverse of
+ * domex_halo_exchange_doubles. Every ghost cell's value is added into the
+ * cell that owns it (a neighbour's, or this rank's own across a periodic
+ * axis), all fields in one message per neighbour; ghosts beyond a
+ * non-periodic boundary are ignored, and every ghost is unchanged afterwards.
+ * Bitwise reproducible: an owned cell is summed in a fixed order, never in
+ * arrival order (26 neighbours: its own value, then the ghosts of it in
+ * ascending direction (dz, dy, dx) from it; 6 neighbours: rounds z, y, x,
+ * edges and corners relayed; see domex::HaloPlan::reverse_sum). Errors as
+ * domex_halo_exchange; an owned cell then holds its value plus the rounds
+ * completed before the error (26 neighbours: unchanged). */
+int domex_halo_reverse_sum_doubles(domex_halo* halo, int field_count, double* const* fields);
 
 /* ---- profile ------------------------------------------------------------ */
 typedef struct domex_profile domex_profile;

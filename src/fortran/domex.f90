@@ -8,6 +8,7 @@
 !   call domex_halo_create(comm, [nx, ny, nz], 2, halo)    ! deep halo: 2 ghost layers
 !   allocate(rho(1-2:n(1)+2, 1-2:n(2)+2, 1-2:n(3)+2))      ! n from domex_halo_local_cells
 !   call domex_halo_exchange(halo, rho, vx, vy, vz)        ! one message per neighbour
+!   call domex_halo_reverse_sum(halo, charge)              ! ghosts added into their owners
 !
 ! Every routine takes an optional `ierr` (DOMEX_SUCCESS or an error code; the
 ! message is domex_last_error()). Without `ierr`, an error prints the message
@@ -54,7 +55,7 @@ module domex
   public :: domex_migration_create, domex_migration_free, domex_migration_leaving, domex_migrate
   public :: domex_buffer_create, domex_buffer_free, domex_buffer_data
   public :: domex_halo_create, domex_halo_free, domex_halo_local_cells, domex_halo_offset, domex_halo_dims, &
-            domex_halo_coords, domex_halo_neighbour, domex_halo_exchange
+            domex_halo_coords, domex_halo_neighbour, domex_halo_exchange, domex_halo_reverse_sum
   public :: domex_profile_create, domex_profile_free, domex_profile_begin, domex_profile_end, domex_profile_add, &
             domex_profile_seconds, domex_profile_print
 
@@ -66,6 +67,12 @@ module domex
   !> m of a 4-D array f(:,:,:,m), in one message per neighbour.
   interface domex_halo_exchange
     module procedure halo_exchange_3d, halo_exchange_4d
+  end interface
+  !> The reverse: adds every ghost cell of up to eight 3-D double fields, or
+  !> of every variable m of a 4-D array, into the cell that owns it, in a
+  !> fixed order (bitwise reproducible); ghosts are unchanged.
+  interface domex_halo_reverse_sum
+    module procedure halo_reverse_sum_3d, halo_reverse_sum_4d
   end interface
 
   ! ---- the C API ----------------------------------------------------------
@@ -277,6 +284,13 @@ module domex
       integer(c_int), value :: count
       type(c_ptr) :: fields(*)
       integer(c_int) :: c_halo_exchange_doubles
+    end function
+    function c_halo_reverse_sum_doubles(handle, count, fields) bind(c, name="domex_halo_reverse_sum_doubles")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), value :: count
+      type(c_ptr) :: fields(*)
+      integer(c_int) :: c_halo_reverse_sum_doubles
     end function
     function c_profile_create(out) bind(c, name="domex_profile_create")
       import :: c_int, c_ptr
@@ -743,6 +757,45 @@ contains
       fields(m) = field_address(halo, f(:, :, :, m))
     end do
     call finish(c_halo_exchange_doubles(halo%handle, int(size(f, 4), c_int), fields), ierr)
+  end subroutine
+
+  subroutine halo_reverse_sum_3d(halo, f1, f2, f3, f4, f5, f6, f7, f8, ierr)
+    type(domex_halo), intent(in) :: halo
+    real(c_double), intent(inout), target, contiguous :: f1(:, :, :)
+    real(c_double), intent(inout), target, contiguous, optional :: f2(:, :, :), f3(:, :, :), f4(:, :, :), &
+                                                                   f5(:, :, :), f6(:, :, :), f7(:, :, :), f8(:, :, :)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(8)
+    integer(c_int) :: count
+    count = 1
+    fields(1) = field_address(halo, f1)
+    if (present(f2)) call add(f2)
+    if (present(f3)) call add(f3)
+    if (present(f4)) call add(f4)
+    if (present(f5)) call add(f5)
+    if (present(f6)) call add(f6)
+    if (present(f7)) call add(f7)
+    if (present(f8)) call add(f8)
+    call finish(c_halo_reverse_sum_doubles(halo%handle, count, fields), ierr)
+  contains
+    subroutine add(f)
+      real(c_double), intent(in), target, contiguous :: f(:, :, :)
+      count = count + 1
+      fields(count) = field_address(halo, f)
+    end subroutine
+  end subroutine
+
+  subroutine halo_reverse_sum_4d(halo, f, ierr)
+    type(domex_halo), intent(in) :: halo
+    real(c_double), intent(inout), target, contiguous :: f(:, :, :, :)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(max(size(f, 4), 1))
+    integer :: m
+    fields = c_null_ptr
+    do m = 1, size(f, 4)
+      fields(m) = field_address(halo, f(:, :, :, m))
+    end do
+    call finish(c_halo_reverse_sum_doubles(halo%handle, int(size(f, 4), c_int), fields), ierr)
   end subroutine
 
   ! ---- profile ------------------------------------------------------------

@@ -233,6 +233,111 @@ static void test_halo(domex_comm* comm, int neighbours, int depth) {
   CHECK(halo == NULL);
 }
 
+/* Reverse sum of two double fields. Every cell with an owner starts as its
+ * global cell's value, ghosts included (beyond the non-periodic y boundary:
+ * -1). Afterwards an owned cell is that value times the number of copies of
+ * it on all ranks: per axis itself, plus the neighbour below when the cell is
+ * within depth of the lower side and that neighbour exists, the same above
+ * (the sums are exact). Ghosts are unchanged. */
+static void test_halo_reverse(domex_comm* comm, int neighbours, int depth) {
+  const size_t global[3] = {13, 10, 9};
+  const int dims[3] = {0, 0, 0}, periodic[3] = {1, 0, 1};
+  domex_halo* halo = NULL;
+  size_t local[3], offset[3], extent[3], cells, c;
+  double *a, *b, *a0, *b0;
+  long i, j, k;
+  int wrong = 0, below[3], above[3], axis;
+  OK(domex_halo_create(comm, global, dims, periodic, depth, neighbours, &halo));
+  if (!halo) return;
+  OK(domex_halo_local_cells(halo, local));
+  OK(domex_halo_offset(halo, offset));
+  OK(domex_halo_extent(halo, extent));
+  OK(domex_halo_cells(halo, &cells));
+  for (axis = 0; axis < 3; ++axis) {
+    int direction[3] = {0, 0, 0};
+    direction[axis] = -1;
+    OK(domex_halo_neighbour(halo, direction, &below[axis]));
+    direction[axis] = 1;
+    OK(domex_halo_neighbour(halo, direction, &above[axis]));
+  }
+  a = malloc(cells * sizeof *a);
+  b = malloc(cells * sizeof *b);
+  a0 = malloc(cells * sizeof *a0);
+  b0 = malloc(cells * sizeof *b0);
+  for (k = -depth; k < (long)local[2] + depth; ++k)
+    for (j = -depth; j < (long)local[1] + depth; ++j)
+      for (i = -depth; i < (long)local[0] + depth; ++i) {
+        const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+        const long x = (long)offset[0] + i, y = (long)offset[1] + j, z = (long)offset[2] + k;
+        const long wx = wrap(x, (long)global[0]), wz = wrap(z, (long)global[2]);
+        const int owned = y >= 0 && y < (long)global[1];
+        a0[at] = a[at] = owned ? value_at(wx, y, wz, 0) : -1.0;
+        b0[at] = b[at] = owned ? value_at(wx, y, wz, 1) : -1.0;
+      }
+  {
+    double* fields[2];
+    fields[0] = a;
+    fields[1] = b;
+    OK(domex_halo_reverse_sum_doubles(halo, 2, fields));
+  }
+  for (k = -depth; k < (long)local[2] + depth; ++k)
+    for (j = -depth; j < (long)local[1] + depth; ++j)
+      for (i = -depth; i < (long)local[0] + depth; ++i) {
+        const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+        const long cell[3] = {i, j, k};
+        double copies = 1.0;
+        int ghost = 0;
+        for (axis = 0; axis < 3; ++axis) {
+          ghost |= cell[axis] < 0 || cell[axis] >= (long)local[axis];
+          copies *= 1 + (cell[axis] < depth && below[axis] >= 0) +
+                    (cell[axis] >= (long)local[axis] - depth && above[axis] >= 0);
+        }
+        if (ghost) wrong |= a[at] != a0[at] || b[at] != b0[at];
+        else wrong |= a[at] != copies * a0[at] || b[at] != copies * b0[at];
+      }
+  CHECK(!wrong);
+  /* A NULL field on the last rank: an error there and on its neighbours; then
+   * the plan still works. */
+  {
+    double* fields[2];
+    int code;
+    fields[0] = a;
+    fields[1] = rank_ == size_ - 1 ? NULL : b;
+    code = domex_halo_reverse_sum_doubles(halo, 2, fields);
+    if (rank_ == size_ - 1)
+      CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "field 1 is NULL") != NULL);
+    else
+      CHECK(code == DOMEX_SUCCESS || (code == DOMEX_ERR_LIBRARY && strstr(domex_last_error(), "invalid") != NULL));
+    code = domex_halo_reverse_sum_doubles(halo, 0, fields); /* on every rank */
+    CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "field_count 0") != NULL);
+    /* Conservation: 1 in every cell with an owner, summed over the owned cells
+     * afterwards, is the number of such cells on all ranks, ghosts included. */
+    {
+      double counts[2] = {0.0, 0.0};
+      for (c = 0; c < cells; ++c) a[c] = b[c] = 1.0;
+      fields[1] = b;
+      OK(domex_halo_reverse_sum_doubles(halo, 2, fields));
+      for (k = -depth; k < (long)local[2] + depth; ++k)
+        for (j = -depth; j < (long)local[1] + depth; ++j)
+          for (i = -depth; i < (long)local[0] + depth; ++i) {
+            const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+            const long y = (long)offset[1] + j;
+            const int owned =
+                i >= 0 && i < (long)local[0] && j >= 0 && j < (long)local[1] && k >= 0 && k < (long)local[2];
+            counts[0] += y >= 0 && y < (long)global[1] ? 1.0 : 0.0;
+            counts[1] += owned ? a[at] : 0.0;
+          }
+      MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      CHECK(counts[0] == counts[1]);
+    }
+  }
+  free(a);
+  free(b);
+  free(a0);
+  free(b0);
+  OK(domex_halo_free(&halo));
+}
+
 static void test_halo_errors(domex_comm* comm) {
   const size_t global[3] = {8, 8, 8};
   const int periodic[3] = {1, 1, 1};
@@ -462,6 +567,9 @@ int main(int argc, char** argv) {
     test_halo(comm, 26, 1);
     test_halo(comm, 26, 2);
     test_halo(comm, 6, 2);
+    test_halo_reverse(comm, 26, 1);
+    test_halo_reverse(comm, 26, 2);
+    test_halo_reverse(comm, 6, 2);
     test_halo_errors(comm);
     test_migrate(comm, "automatic");
     test_migrate(comm, "nbx");

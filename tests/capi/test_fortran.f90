@@ -2,7 +2,8 @@
 ! The Fortran module's error paths and handles: every failing call sets ierr
 ! and a message (domex_last_error) on every rank concerned, outputs stay
 ! untouched, and the objects stay usable. Ghost values of a 3-D and a 4-D
-! exchange are checked against values computed here. Exit code 1 on any
+! exchange, and owned values after their reverse sum, are checked against
+! values computed here. Exit code 1 on any
 ! failure (reduced over the ranks).
 program test_fortran
   use, intrinsic :: iso_c_binding
@@ -18,8 +19,8 @@ program test_fortran
   integer(c_size_t), allocatable :: offsets(:)
   real(c_double), target :: payload(1)
   integer(c_int), pointer :: sources(:)
-  integer :: rank, size, ierr, failures, n(3), o(3), i, j, k
-  logical :: ghosts_ok
+  integer :: rank, size, ierr, failures, n(3), o(3), i, j, k, axis, direction(3), cell(3), copies
+  logical :: ghosts_ok, below(3), above(3)
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -88,6 +89,62 @@ program test_fortran
   end if
   call domex_halo_exchange(halo, a, b, ierr=ierr)
   call check(ierr == DOMEX_SUCCESS, 'usable after an error')
+
+  ! Reverse sum: every cell with an owner holds its global cell's value,
+  ! ghosts too; afterwards an owned cell is that value times its copies on all
+  ! ranks (per axis itself, plus the neighbour below / above where the cell is
+  ! within the depth of that side), and the ghosts are unchanged.
+  do k = -1, n(3) + 2
+    do j = -1, n(2) + 2
+      do i = -1, n(1) + 2
+        if (o(2) + j < 1 .or. o(2) + j > 9) then
+          b(i, j, k) = -1
+        else
+          b(i, j, k) = value(o(1) + i, o(2) + j, o(3) + k)
+        end if
+      end do
+    end do
+  end do
+  a = b
+  f(:, :, :, 1) = b
+  f(:, :, :, 2) = 3 * b
+  f(:, :, :, 3) = -b
+  call domex_halo_reverse_sum(halo, a)
+  call domex_halo_reverse_sum(halo, f)
+  do axis = 1, 3
+    direction = 0
+    direction(axis) = -1
+    below(axis) = domex_halo_neighbour(halo, direction) >= 0
+    direction(axis) = 1
+    above(axis) = domex_halo_neighbour(halo, direction) >= 0
+  end do
+  ghosts_ok = .true.
+  do k = -1, n(3) + 2
+    do j = -1, n(2) + 2
+      do i = -1, n(1) + 2
+        cell = [i, j, k]
+        copies = 1
+        do axis = 1, 3
+          copies = copies * (1 + merge(1, 0, cell(axis) <= 2 .and. below(axis)) + &
+                                 merge(1, 0, cell(axis) > n(axis) - 2 .and. above(axis)))
+        end do
+        if (any(cell < 1 .or. cell > n)) copies = 1   ! a ghost: unchanged
+        ghosts_ok = ghosts_ok .and. a(i, j, k) == copies * b(i, j, k) .and. f(i, j, k, 1) == a(i, j, k) .and. &
+                    f(i, j, k, 2) == 3 * a(i, j, k) .and. f(i, j, k, 3) == -a(i, j, k)
+      end do
+    end do
+  end do
+  call check(ghosts_ok, 'owned values after the reverse sum of 3-D and 4-D fields')
+  if (rank == 0) then
+    call domex_halo_reverse_sum(halo, a(0:, :, :), ierr=ierr)
+    call check(ierr == DOMEX_ERR_ARGUMENT, 'wrong-size field on rank 0 (reverse)')
+  else
+    call domex_halo_reverse_sum(halo, a, ierr=ierr)
+    call check(ierr == DOMEX_ERR_LIBRARY .and. index(domex_last_error(), 'rank 0') > 0, &
+               'neighbour of a bad rank (reverse)')
+  end if
+  call domex_halo_reverse_sum(halo, a, b, ierr=ierr)
+  call check(ierr == DOMEX_SUCCESS, 'reverse usable after an error')
   call domex_halo_free(halo)
 
   ! Sparse exchange: one double to the next rank; an unknown algorithm on the last rank.
