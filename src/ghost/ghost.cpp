@@ -192,14 +192,15 @@ class Finder {
             Box cut = inner_;
             if (side == 0) cut.lo[a] = std::nextafter(reach.hi[a], std::numeric_limits<double>::infinity());
             else cut.hi[a] = std::nextafter(reach.lo[a], -std::numeric_limits<double>::infinity());
+            // Flat regions (a 2-D problem) still compare: each extent counts plus the cutoff.
             double volume = 1;
-            for (int b = 0; b < 3; ++b) volume *= std::max(0.0, cut.hi[b] - cut.lo[b]);
-            if (cut.lo[a] > cut.hi[a]) volume = -0.5;  // empty
+            for (int b = 0; b < 3; ++b) volume *= std::max(0.0, cut.hi[b] - cut.lo[b]) + cutoff;
+            if (cut.lo[a] > cut.hi[a]) volume = -1;  // empty
             if (volume > best_volume) best_volume = volume, best = cut;
           }
         inner_ = best;
         changed = true;
-        if (best_volume <= 0) {  // nothing left inside: every particle is tested
+        if (best_volume < 0) {  // nothing left inside: every particle is tested
           inner_ = {{1, 1, 1}, {0, 0, 0}};
           changed = false;
           break;
@@ -213,8 +214,8 @@ class Finder {
   /// lists no piece (an interior particle: the common case, one look-up).
   template <class Found>
   bool find(const Point& p, Found&& found) const {
-    if (p[0] > inner_.lo[0] && p[0] < inner_.hi[0] && p[1] > inner_.lo[1] && p[1] < inner_.hi[1] &&
-        p[2] > inner_.lo[2] && p[2] < inner_.hi[2])
+    if (p[0] >= inner_.lo[0] && p[0] <= inner_.hi[0] && p[1] >= inner_.lo[1] && p[1] <= inner_.hi[1] &&
+        p[2] >= inner_.lo[2] && p[2] <= inner_.hi[2])
       return false;
     std::size_t cell = 0, stride = 1;
     for (int a = 0; a < 3; ++a) {

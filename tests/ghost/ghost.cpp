@@ -424,6 +424,45 @@ TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
                                                           [&](const Point& q) { return box_distance(q, own); }));
 }
 
+TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
+  // Particles on a lattice in one plane (as a 2-D MPS or SPH code keeps
+  // them): the search region is flat; ghosts still equal brute force.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 0.1}};
+  for (const bool buckets : {false, true}) {
+    SCOPED_TRACE(buckets ? "buckets" : "multisection");
+    Particles mine;
+    if (comm.rank() == 0)
+      for (int j = 0; j < 40; ++j)
+        for (int i = 0; i < 40; ++i) {
+          mine.x.push_back({(i + 0.5) / 40, (j + 0.5) / 40, 0.05});
+          mine.id.push_back(j * 40 + i);
+        }
+    const std::array<bool, 3> periodic{true, false, false};
+    auto check = [&](const auto& decomposition, auto&& distance) {
+      migrate_to_owners(comm, decomposition, mine);
+      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.1234});
+      expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, 0.1234, distance));
+    };
+    if (buckets) {
+      domex::BucketDecomposition decomposition(comm, domain, {.buckets = {10, 10, 1}, .periodic = periodic});
+      decomposition.rebalance(std::span<const Point>(mine.x));
+      std::vector<Box> own;
+      for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
+      check(decomposition, [&](const Point& q) {
+        double best = std::numeric_limits<double>::infinity();
+        for (const Box& box : own) best = std::min(best, box_distance(q, box));
+        return best;
+      });
+    } else {
+      domex::Multisection decomposition(comm, domain, {.divisions = {0, 0, 1}, .periodic = periodic});
+      decomposition.rebalance(std::span<const Point>(mine.x));
+      const Box own = decomposition.box(comm.rank());
+      check(decomposition, [&](const Point& q) { return box_distance(q, own); });
+    }
+  }
+}
+
 TEST(GhostPlan, EmptyRanksAndNoGhosts) {
   domex::Comm comm{MPI_COMM_WORLD};
   const Box domain{{0, 0, 0}, {1, 1, 1}};
