@@ -524,6 +524,14 @@ template <class PiecesNear>
 void GhostPlan::State::build(std::span<const Point> positions, const std::array<bool, 3>& periodic, const Box& domain,
                              bool sectors, const PiecesNear& pieces_near) {
   const double cutoff = options.cutoff;
+  // One pass over the positions: finite? inside the periodic axes? their box.
+  Box region = bounding_box(positions);
+  double zero = 0;  // stays 0 unless a coordinate is NaN or infinite
+  for (const Point& p : positions) zero += (p[0] + p[1] + p[2]) * 0.0;
+  const bool finite = zero == 0;
+  bool outside = false;
+  for (int a = 0; a < 3; ++a)
+    outside |= periodic[a] && (region.lo[a] < domain.lo[a] || region.hi[a] >= domain.hi[a]);
   double maxima[2] = {0, 0};  // the cutoff and its negative: equal on every rank?
   agree(*comm, "GhostPlan", [&] {
     if (active >= 0) fail("GhostPlan", "rebuild while an operation is in flight (call finish() first)");
@@ -533,7 +541,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       if (periodic[a] && cutoff > domain.extent(a) / 2)
         fail("GhostPlan", fmt::format("cutoff {} is more than half the periodic length {} of axis {}", cutoff,
                                       domain.extent(a), a));
-    for (std::size_t i = 0; i < positions.size(); ++i)
+    for (std::size_t i = 0; !finite && i < positions.size(); ++i)
       if (!std::isfinite(positions[i][0]) || !std::isfinite(positions[i][1]) || !std::isfinite(positions[i][2]))
         fail("GhostPlan", fmt::format("particle {} has a NaN or infinite position ({}, {}, {})", i, positions[i][0],
                                       positions[i][1], positions[i][2]));
@@ -557,13 +565,8 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   std::size_t boundary = 0;
   // Positions outside a periodic axis are searched at their wrapped place
   // (a copy only when some are; their shifts include the wrap).
-  auto outside = [&](const Point& p) {
-    for (int a = 0; a < 3; ++a)
-      if (periodic[a] && !(p[a] >= domain.lo[a] && p[a] < domain.hi[a])) return true;
-    return false;
-  };
   std::vector<Point> wrapped_copy;
-  if (std::any_of(positions.begin(), positions.end(), outside)) {
+  if (outside) {
     wrapped_copy.assign(positions.begin(), positions.end());
     for (Point& p : wrapped_copy)
       for (int a = 0; a < 3; ++a)
@@ -572,10 +575,10 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
           if (p[a] < domain.lo[a]) p[a] += length[a];
           if (p[a] >= domain.hi[a]) p[a] = domain.lo[a];
         }
+    region = bounding_box(wrapped_copy);
   }
   const std::span<const Point> wrapped = wrapped_copy.empty() ? positions : std::span<const Point>(wrapped_copy);
   if (!positions.empty()) {
-    const Box region = bounding_box(wrapped);
     const Finder finder(pieces_near(region), region, cutoff, sectors, positions.size());
     for (std::size_t i = 0; i < wrapped.size(); ++i) {
       const std::size_t first = entries.size();
