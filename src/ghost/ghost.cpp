@@ -135,13 +135,12 @@ class Finder {
  public:
   Finder(std::vector<Piece> pieces, const Box& region, double cutoff, bool sectors, std::size_t particles)
       : pieces_(std::move(pieces)), region_(region), cutoff2_(cutoff * cutoff), sectors_(sectors) {
-    // Cells of a quarter cutoff (the layer of cells that list a piece is at
-    // most 1.25 cutoffs deep, so few interior particles test pieces), or
-    // larger to keep about one cell per particle.
+    // Cells of half a cutoff (the layer of cells that list a piece is at
+    // most 1.5 cutoffs deep), or larger to keep about one cell per particle.
     double volume = 1;
     for (int a = 0; a < 3; ++a) volume *= std::max(region.extent(a), cutoff);
     const double target = std::clamp(static_cast<double>(particles), 64.0, double(1 << 22));
-    cell_ = std::max(cutoff / 4, std::cbrt(volume / target));
+    cell_ = std::max(cutoff / 2, std::cbrt(volume / target));
     inverse_cell_ = 1 / cell_;
     std::size_t cells = 1;
     for (int a = 0; a < 3; ++a) {
@@ -302,6 +301,20 @@ struct GhostPlan::State {
   std::vector<std::size_t> shifted;          ///< the copies (positions in send_indices) with a non-zero shift
   std::vector<std::size_t> scratch_shifted;  ///< one message's, for gather()
   GhostStats stats;
+
+  /// What the search found: a copy of owned particle `index` for `rank`, image `image`.
+  struct Entry {
+    int rank;
+    int image;
+    std::size_t index;
+  };
+  /// The build's working arrays, and the previous plan's, kept for the next
+  /// build (a rebuild every few steps maps no new pages).
+  struct Scratch {
+    std::vector<Entry> entries;
+    std::vector<std::size_t> indices;
+    std::vector<Point> shifts, positions, ghosts;
+  } scratch;
 
   /// Persistent messages of one direction and set of fields, kept while the
   /// plan lives (an application alternates a few: positions forward, forces
@@ -556,12 +569,8 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     if (periodic[a]) length[a] = domain.extent(a);
 
   // The search: wrapped positions against the pieces near them.
-  struct Entry {
-    int rank;
-    int image;
-    std::size_t index;
-  };
-  std::vector<Entry> entries;
+  std::vector<Entry>& entries = scratch.entries;
+  entries.clear();
   std::size_t boundary = 0;
   // Positions outside a periodic axis are searched at their wrapped place
   // (a copy only when some are; their shifts include the wrap).
@@ -606,8 +615,13 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       counts.add(r, std::uint64_t{n});
     }
   for (int r = 0; r < size; ++r) count[static_cast<std::size_t>(r) + 1] += count[static_cast<std::size_t>(r)];
-  std::vector<std::size_t> next_indices(entries.size());
-  std::vector<Point> next_shifts(entries.size()), shifted_positions(entries.size());
+  // The previous plan's arrays are reused (their pages are mapped already).
+  std::vector<std::size_t> next_indices = std::move(scratch.indices);
+  std::vector<Point> next_shifts = std::move(scratch.shifts);
+  std::vector<Point>& shifted_positions = scratch.positions;
+  next_indices.resize(entries.size());
+  next_shifts.resize(entries.size());
+  shifted_positions.resize(entries.size());
   std::array<Point, 27> image_shift;
   for (int image = 0; image < 27; ++image) {
     const auto s = image_vector(image);
@@ -633,7 +647,8 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   std::vector<int> next_sources(inbox.sources().begin(), inbox.sources().end());
   std::vector<std::size_t> next_source_offsets{0};
   for (std::uint64_t n : inbox.data()) next_source_offsets.push_back(next_source_offsets.back() + n);
-  std::vector<Point> next_ghosts(next_source_offsets.back());
+  std::vector<Point> next_ghosts = std::move(scratch.ghosts);
+  next_ghosts.resize(next_source_offsets.back());
   const int me = rank(), build_tag = tag + 2;
   std::vector<MPI_Request> requests;
   auto post = [&](bool send, Point* data, std::size_t points, int peer) {
@@ -659,13 +674,16 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   // Commit (nothing below throws but allocation).
   free_channels();
   local = positions.size();
-  ghost_positions = std::move(next_ghosts);
+  std::swap(ghost_positions, next_ghosts);
+  scratch.ghosts = std::move(next_ghosts);
   sources = std::move(next_sources);
   source_offsets = std::move(next_source_offsets);
   destinations = std::move(next_destinations);
   destination_offsets = std::move(next_destination_offsets);
-  send_indices = std::move(next_indices);
-  send_shifts = std::move(next_shifts);
+  std::swap(send_indices, next_indices);
+  std::swap(send_shifts, next_shifts);
+  scratch.indices = std::move(next_indices);
+  scratch.shifts = std::move(next_shifts);
   shifted.clear();
   for (std::size_t k = 0; k < send_shifts.size(); ++k)
     if (send_shifts[k] != Point{0, 0, 0}) shifted.push_back(k);
