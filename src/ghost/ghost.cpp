@@ -780,25 +780,25 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
 
 }  // namespace
 
+std::unique_ptr<GhostPlan::State> GhostPlan::connect(Comm& comm, const GhostOptions& options) {
+  auto state = std::make_unique<State>();
+  state->comm = &comm;
+  state->options = options;
+  auto& shared = comm.cached<GhostComm>();
+  state->mpi = shared.dup;
+  state->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
+  return state;
+}
+
 GhostPlan::GhostPlan(Comm& comm, const Multisection& decomposition, std::span<const Point> positions,
                      GhostOptions options)
-    : state_(std::make_unique<State>()) {
-  state_->comm = &comm;
-  state_->options = options;
-  auto& shared = comm.cached<GhostComm>();
-  state_->mpi = shared.dup;
-  state_->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
+    : state_(connect(comm, options)) {
   rebuild(decomposition, positions);
 }
 
 GhostPlan::GhostPlan(Comm& comm, const BucketDecomposition& decomposition, std::span<const Point> positions,
                      GhostOptions options)
-    : state_(std::make_unique<State>()) {
-  state_->comm = &comm;
-  state_->options = options;
-  auto& shared = comm.cached<GhostComm>();
-  state_->mpi = shared.dup;
-  state_->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
+    : state_(connect(comm, options)) {
   rebuild(decomposition, positions);
 }
 

@@ -310,6 +310,12 @@ TEST(GhostPlan, UpdateCarriesManyFieldsAndStructsAndReverseSumsIntoOwners) {
     velocity[i] = {static_cast<double>(mine.id[i]), 2.0, -static_cast<double>(mine.id[i])};
   }
   plan.update(domex::shifted(atoms, &Atom::position), charge, velocity);
+  // A plan built from the structs themselves (a member pointer as projection) is the same plan.
+  const domex::GhostPlan from_structs(comm, decomposition, std::span<const Atom>(atoms.data(), local), &Atom::position,
+                                      {.cutoff = 0.2});
+  EXPECT_EQ(from_structs.ghost_count(), plan.ghost_count());
+  EXPECT_TRUE(std::equal(from_structs.send_indices().begin(), from_structs.send_indices().end(),
+                         plan.send_indices().begin(), plan.send_indices().end()));
   for (std::size_t g = 0; g < plan.ghost_count(); ++g) {
     const Atom& atom = atoms[local + g];
     EXPECT_TRUE(same(atom.position, plan.ghost_positions()[g]));

@@ -136,7 +136,7 @@ class GhostPlan {
   template <class Decomposition, class Particle, PositionOf<Particle> Projection>
   GhostPlan(Comm& comm, const Decomposition& decomposition, std::span<const Particle> particles,
             const Projection& position, GhostOptions options)
-      : GhostPlan(comm, decomposition, std::span<const Point>(gathered(particles, position)), options) {}
+      : GhostPlan(comm, decomposition, std::span<const Point>(detail::positions_of(particles, position)), options) {}
 
   GhostPlan(GhostPlan&&) noexcept;
   GhostPlan& operator=(GhostPlan&&) noexcept;
@@ -255,12 +255,6 @@ class GhostPlan {
   };
 
  private:
-  template <class Particle, class Projection>
-  static const std::vector<Point>& gathered(std::span<const Particle> particles, const Projection& position) {
-    thread_local std::vector<Point> positions;
-    gather_positions(particles, position, positions);
-    return positions;
-  }
   template <GhostField F>
   static detail::GhostFieldView view_of(F& field) noexcept {
     using T = std::remove_pointer_t<decltype(std::data(field))>;
@@ -289,6 +283,8 @@ class GhostPlan {
   std::vector<const std::byte*> finish_reverse();
 
   struct State;  // src/ghost/ghost.cpp
+  /// A state on `comm`'s shared ghost communicator, with this plan's tags.
+  static std::unique_ptr<State> connect(Comm& comm, const GhostOptions& options);
   std::unique_ptr<State> state_;
 };
 
