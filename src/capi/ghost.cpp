@@ -16,6 +16,7 @@ struct domex_buckets {
 };
 struct domex_ghost {
   domex::GhostPlan plan;
+  const domex::Comm* comm;  ///< the plan's (must outlive it)
   /// The decomposition it was created from (one of the two; must outlive it):
   /// domex_ghost_rebuild uses its current domains.
   const domex_multisection* multisection = nullptr;
@@ -101,10 +102,10 @@ int create_plan(const char* call, domex_comm* comm, const Handle* decomposition,
     const domex::GhostOptions options{.cutoff = cutoff};
     if constexpr (std::is_same_v<Handle, domex_multisection>) {
       *out = new domex_ghost{domex::GhostPlan(c, d.multisection, std::span<const domex::Point>(positions), options),
-                             &d, nullptr, {}};
+                             &c, &d, nullptr, {}};
     } else {
       *out = new domex_ghost{domex::GhostPlan(c, d.buckets, std::span<const domex::Point>(positions), options),
-                             nullptr, &d, {}};
+                             &c, nullptr, &d, {}};
     }
   });
 }
@@ -185,8 +186,7 @@ int domex_ghost_rebuild(domex_ghost* ghost, size_t count, const double* x, const
     auto& g = need(ghost, call, "ghost");
     thread_local std::vector<domex::Point> positions;
     const std::string problem = domex::capi::gather_positions(count, x, y, z, stride, positions);
-    const domex::Comm& comm = g.multisection ? *g.multisection->comm : *g.buckets->comm;
-    domex::capi::agree_arguments(comm, call, problem);
+    domex::capi::agree_arguments(*g.comm, call, problem);
     with_decomposition(g, [&](const auto& decomposition) {
       g.plan.rebuild(decomposition, std::span<const domex::Point>(positions));
     });

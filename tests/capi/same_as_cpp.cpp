@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The C API gives what the C++ API gives on the same inputs: the same inbox
 // (sources, offsets, bytes) for every algorithm, the same ghost values, the
-// same cuts and migrated particles. (tests/capi/test_capi.c checks the C API
-// from C against values it computes itself.)
+// same cuts and migrated particles, the same ghost particles and reverse sums.
+// (tests/capi/test_capi.c checks the C API from C against values it computes
+// itself.)
 #include <domex/decompose/buckets.hpp>
 #include <domex/decompose/multisection.hpp>
 #include <domex/domex.h>

@@ -207,7 +207,8 @@ contains
       points(:, n) = modulo([0.6180339887d0, 0.4142135624d0, 0.7320508076d0] * n + [0.01d0, 0.1d0, 0.05d0], 1d0)
     end do
     local = (total - 1 - rank) / size + 1   ! ids rank, rank + size, ...
-    call domex_buckets_create(comm, [0d0, 0d0, 0d0], [1d0, 1d0, 1d0], counts, buckets, periodic=[.true., .true., .true.])
+    call domex_buckets_create(comm, [0d0, 0d0, 0d0], [1d0, 1d0, 1d0], counts, buckets, &
+                              periodic=[.true., .true., .true.])
     allocate(bucket_lo(3, product(counts)), bucket_rank(product(counts)))
     do b = 1, product(counts)
       bucket_lo(:, b) = real([mod(b - 1, 4), mod((b - 1) / 4, 4), (b - 1) / 16], c_double) / 4
