@@ -67,8 +67,11 @@ std::string field_views(const domex::GhostPlan& plan, int field_count, void* con
     const std::size_t size = element_sizes ? element_sizes[f] : sizeof(double);
     const std::ptrdiff_t shift_at = position_offsets ? position_offsets[f] : -1;
     std::string bad;
-    if (fields[f] == nullptr && entries > 0) bad = " is NULL with " + std::to_string(entries) + " entries";
-    else if (size == 0) bad = " has element size 0";
+    // The Fortran module passes NULL or element size 0 for an array of another length.
+    if (fields[f] == nullptr && entries > 0)
+      bad = " is NULL with " + std::to_string(entries) + " entries (from Fortran: an array of another size)";
+    else if (size == 0)
+      bad = " has element size 0 (from Fortran: an array without " + std::to_string(entries) + " entries)";
     else if (shift_at < -1 || (shift_at >= 0 && static_cast<std::size_t>(shift_at) + 3 * sizeof(double) > size))
       bad = ": position offset " + std::to_string(shift_at) + " does not leave 3 doubles inside its " +
             std::to_string(size) + "-byte element";

@@ -355,7 +355,7 @@ module domex
   public :: domex_buckets_create, domex_buckets_free, domex_buckets_rebalance, domex_buckets_owner
   public :: domex_ghost_create, domex_ghost_free, domex_ghost_rebuild, domex_ghost_local_count, domex_ghost_count, &
             domex_ghost_size, domex_ghost_positions, domex_ghost_update, domex_ghost_update_positions, &
-            domex_ghost_reverse_sum
+            domex_ghost_update_records, domex_ghost_reverse_sum
 
   !> Collective: a ghost plan from a multisection or a bucket decomposition.
   interface domex_ghost_create
@@ -1191,6 +1191,26 @@ contains
     sizes(1) = 3 * c_sizeof(0.0_c_double)
     if (size(r, 1) /= 3 .or. size(r, 2) /= entries) sizes(1) = 0
     offsets(1) = 0
+    call finish(c_ghost_update(ghost%handle, 1_c_int, fields, sizes, offsets), ierr)
+  end subroutine
+
+  !> Collective: owned records into the ghosts of an array of bind(c) records
+  !> of domex_ghost_size() entries: `records` = c_loc(p), element_size =
+  !> c_sizeof(p(1)); position_offset (optional) is the byte offset of a
+  !> real(c_double) :: x(3) member that gets the periodic shift.
+  subroutine domex_ghost_update_records(ghost, records, element_size, position_offset, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    type(c_ptr), intent(in) :: records
+    integer(c_size_t), intent(in) :: element_size
+    integer(c_size_t), intent(in), optional :: position_offset
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(1)
+    integer(c_size_t) :: sizes(1)
+    integer(c_intptr_t) :: offsets(1)
+    fields(1) = records
+    sizes(1) = element_size
+    offsets(1) = -1
+    if (present(position_offset)) offsets(1) = int(position_offset, c_intptr_t)
     call finish(c_ghost_update(ghost%handle, 1_c_int, fields, sizes, offsets), ierr)
   end subroutine
 

@@ -14,6 +14,9 @@ program test_fortran
   type(domex_halo) :: halo, none
   type(domex_inbox) :: inbox
   type(domex_profile) :: profile
+  type, bind(c) :: particle
+    real(c_double) :: x(3), id
+  end type
   real(c_double), allocatable :: a(:, :, :), b(:, :, :), f(:, :, :, :)
   integer(c_int), allocatable :: ranks(:)
   integer(c_size_t), allocatable :: offsets(:)
@@ -198,6 +201,7 @@ contains
     real(c_double), allocatable :: points(:, :), x(:), y(:), z(:), id(:), copies(:), r(:, :), bucket_lo(:, :)
     integer, allocatable :: bucket_rank(:)
     real(c_double), pointer :: ghost_x(:, :)
+    type(particle), allocatable, target :: records(:)
     real(c_double) :: q(3), centre(3)
     integer :: total, local, entries, n, i, g, b, s, owner, expected, found, ierr
     logical :: ok
@@ -258,6 +262,19 @@ contains
              near(ghost_x(:, g), rank, bucket_lo, bucket_rank, cutoff)
     end do
     call check(ok, 'ghost ids and shifted positions')
+    ! The same through an array of bind(c) records, the position shifted.
+    allocate(records(entries))
+    records(:)%x(1) = -1
+    records(:)%x(2) = -1
+    records(:)%x(3) = -1
+    records(:)%id = -1
+    records(1:local) = [(particle([x(i), y(i), z(i)], id(i)), i = 1, local)]
+    call domex_ghost_update_records(ghost, c_loc(records), c_sizeof(records(1)), 0_c_size_t)
+    ok = .true.
+    do i = 1, entries
+      ok = ok .and. all(records(i)%x == r(:, i)) .and. records(i)%id == id(i)
+    end do
+    call check(ok, 'ghost records')
     ! Reverse sum of ones on the ghosts: each owner counts its copies.
     copies = 0
     copies(local + 1:) = 1
