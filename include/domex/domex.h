@@ -277,7 +277,9 @@ int domex_ghost_update_doubles(domex_ghost* ghost, int field_count, double* cons
 /* The same for positions in three arrays of domex_ghost_size() entries,
  * read and written at x[i * stride], ... (separate arrays or the members of
  * an array of structs): the ghost entries get the owners' positions plus the
- * periodic shift. One message per rank of its own. */
+ * periodic shift. One message per rank of its own. Between rebuilds, do not
+ * wrap owned positions back into a periodic box: the image shifts are those
+ * of the positions the plan was built with (wrap just before a rebuild). */
 int domex_ghost_update_positions(domex_ghost* ghost, double* x, double* y, double* z, size_t stride);
 /* Collective: adds the ghost entries of `field_count` double fields into
  * their owners' entries (half neighbour lists, Newton's third law; the
