@@ -241,6 +241,23 @@ class GhostPlan {
 
   /// Byte-level forms (the C API): fields as raw arrays. Errors as update().
   void begin(std::span<const detail::GhostFieldView> fields) { begin_forward(fields); }
+  /// reverse_sum() of fields of doubles given as raw arrays (element_size
+  /// sizeof(double), shift_at -1): the same fixed order, so the same bits as
+  /// reverse_sum(std::span<double>...) on the same fields. Errors as reverse_sum().
+  void reverse_sum_doubles(std::span<const detail::GhostFieldView> fields) {
+    begin_reverse(fields);
+    const auto arrived = finish_reverse();
+    const auto indices = send_indices();
+    const auto offsets = destination_offsets();
+    for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
+      const std::byte* at = arrived[m];
+      const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
+      for (const auto& field : fields) {
+        std::span<double> values(reinterpret_cast<double*>(field.data), field.elements);
+        combine_into(Plus{}, values, indices.subspan(begin, count), at);
+      }
+    }
+  }
 
   /// Adds b into a (arithmetic, or std::array of arithmetic).
   struct Plus {
