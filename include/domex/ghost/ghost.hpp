@@ -62,7 +62,9 @@ struct GhostFieldView {
 }  // namespace detail
 
 /// A field whose Point (a position, of the whole element or of one member)
-/// is shifted by the periodic image on its way to a ghost:
+/// is shifted by the periodic image on its way to a ghost (the shift of the
+/// build: keep positions unwrapped between rebuilds, as LAMMPS does, and wrap
+/// or migrate only when rebuilding):
 /// `plan.update(domex::shifted(x), v)` or, for an array of structs,
 /// `plan.update(domex::shifted(particles, &Particle::position))`.
 template <class T>
