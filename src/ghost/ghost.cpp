@@ -49,7 +49,7 @@ struct GhostComm {
 double distance2(const Point& p, const Box& box) noexcept {
   double sum = 0;
   for (int a = 0; a < 3; ++a) {
-    const double d = std::max({box.lo[a] - p[a], 0.0, p[a] - box.hi[a]});
+    const double d = std::max(std::max(box.lo[a] - p[a], p[a] - box.hi[a]), 0.0);
     sum += d * d;
   }
   return sum;
@@ -275,7 +275,10 @@ Box bounding_box(std::span<const Point> positions) noexcept {
           {-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
            -std::numeric_limits<double>::infinity()}};
   for (const Point& p : positions)
-    for (int a = 0; a < 3; ++a) box.lo[a] = std::min(box.lo[a], p[a]), box.hi[a] = std::max(box.hi[a], p[a]);
+    for (int a = 0; a < 3; ++a) {
+      box.lo[a] = p[a] < box.lo[a] ? p[a] : box.lo[a];
+      box.hi[a] = p[a] > box.hi[a] ? p[a] : box.hi[a];
+    }
   return box;
 }
 
