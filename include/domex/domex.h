@@ -20,7 +20,8 @@
  *   unknown algorithm name, bad dims, a NULL array with a non-zero count)
  *   returns the same error code on every rank, the message naming the rank
  *   that was wrong; none hangs. This costs one MPI_Allreduce of an int more
- *   than the C++ call, except in domex_halo_exchange (free: see there).
+ *   than the C++ call, except in domex_halo_exchange and
+ *   domex_halo_reverse_sum_doubles (free: see there).
  * - on error, outputs are untouched (a handle pointer stays as it was) or,
  *   for an inbox or buffer, left empty and reusable; handles stay usable.
  * Ranks are 0-based; counts and offsets are size_t. Handles are freed with
@@ -172,6 +173,18 @@ int domex_halo_neighbour(const domex_halo* halo, const int direction[3], int* ra
 int domex_halo_exchange(domex_halo* halo, int field_count, void* const* fields, const size_t* element_sizes);
 /* The same for `field_count` double fields. */
 int domex_halo_exchange_doubles(domex_halo* halo, int field_count, double* const* fields);
+/* Collective over the halo's neighbours: the reverse of
+ * domex_halo_exchange_doubles. Every ghost cell's value is added into the
+ * cell that owns it (a neighbour's, or this rank's own across a periodic
+ * axis), all fields in one message per neighbour; ghosts beyond a
+ * non-periodic boundary are ignored, and every ghost is unchanged afterwards.
+ * Bitwise reproducible: an owned cell is summed in a fixed order, never in
+ * arrival order (26 neighbours: its own value, then the ghosts of it in
+ * ascending direction (dz, dy, dx) from it; 6 neighbours: rounds z, y, x,
+ * edges and corners relayed; see domex::HaloPlan::reverse_sum). Errors as
+ * domex_halo_exchange; an owned cell then holds its value plus the rounds
+ * completed before the error (26 neighbours: unchanged). */
+int domex_halo_reverse_sum_doubles(domex_halo* halo, int field_count, double* const* fields);
 
 /* ---- profile ------------------------------------------------------------ */
 typedef struct domex_profile domex_profile;
@@ -193,6 +206,87 @@ int domex_profile_print(const domex_profile* profile, const domex_comm* comm, co
  * length without the NUL: call again with a larger buffer if it is >= capacity. */
 int domex_profile_json(const domex_profile* profile, const domex_comm* comm, char* text, size_t capacity,
                        size_t* length);
+
+/* ---- bucket decomposition and ghost particles --------------------------- */
+typedef struct domex_buckets domex_buckets;
+typedef struct domex_ghost domex_ghost;
+
+/* Collective: the box [lo, hi) cut into buckets[0] x buckets[1] x buckets[2]
+ * uniform buckets (x fastest), contiguous runs of them along a Morton curve
+ * per rank; periodic[a] != 0 for periodic axes (periodic may be NULL).
+ * Starts with equal bucket counts per rank. `comm` must outlive it. */
+int domex_buckets_create(domex_comm* comm, const double lo[3], const double hi[3], const int buckets[3],
+                         const int periodic[3], domex_buckets** out);
+int domex_buckets_free(domex_buckets** buckets);
+/* Collective: runs of equal cost (1 per particle, or `weights`, may be NULL)
+ * for this rank's `count` particles; positions as in
+ * domex_multisection_rebalance. */
+int domex_buckets_rebalance(domex_buckets* buckets, size_t count, const double* x, const double* y, const double* z,
+                            size_t stride, const double* weights);
+/* The rank owning `position` (an error for NaN or outside a non-periodic axis). */
+int domex_buckets_owner(const domex_buckets* buckets, const double position[3], int* rank);
+
+/* Collective: a ghost plan. Every rank gets a copy of every particle of every
+ * rank (itself included, through periodic images) whose position, or a
+ * periodic image of it, lies within `cutoff` of its domain (give the
+ * interaction cutoff plus the Verlet skin; finite, > 0, equal on every rank,
+ * at most half of every periodic length). This rank's `count` owned
+ * particles are at x[i * stride], y[i * stride], z[i * stride] (stride in
+ * bytes, as in domex_multisection_rebalance). Every field of the plan has
+ * domex_ghost_size() entries: the owned particles in this order, then the
+ * ghosts (by source rank ascending, then the source's order, whatever the
+ * algorithm). `comm` and the decomposition must outlive
+ * the plan; domex_ghost_rebuild uses the decomposition's current domains. */
+int domex_ghost_create_multisection(domex_comm* comm, const domex_multisection* decomposition, size_t count,
+                                    const double* x, const double* y, const double* z, size_t stride, double cutoff,
+                                    domex_ghost** out);
+int domex_ghost_create_buckets(domex_comm* comm, const domex_buckets* decomposition, size_t count, const double* x,
+                               const double* y, const double* z, size_t stride, double cutoff, domex_ghost** out);
+int domex_ghost_free(domex_ghost** ghost);
+/* Collective: the plan again for new owned positions (after a migration, or
+ * when particles moved more than half the skin), reusing its buffers. On
+ * error the previous plan stays. */
+int domex_ghost_rebuild(domex_ghost* ghost, size_t count, const double* x, const double* y, const double* z,
+                        size_t stride);
+/* Owned particles, ghosts, and entries of every field (their sum). */
+int domex_ghost_local_count(const domex_ghost* ghost, size_t* count);
+int domex_ghost_count(const domex_ghost* ghost, size_t* count);
+int domex_ghost_size(const domex_ghost* ghost, size_t* entries);
+/* Ghost positions at the build, periodic shift applied: x, y, z of ghost g
+ * (field entry local_count + g) at positions[3 g + 0..2]; NULL when there
+ * are none. Valid until the next rebuild or free. */
+int domex_ghost_positions(const domex_ghost* ghost, const double** positions);
+/* Ranks the ghosts come from (ascending; this rank where it has periodic
+ * images of its own particles) and their ghost offsets (count + 1): the ghosts
+ * of sources[s] are [offsets[s], offsets[s + 1]). Valid until rebuild or free. */
+int domex_ghost_sources(const domex_ghost* ghost, size_t* count, const int** sources, const size_t** offsets);
+/* Collective: copies the owned entries of `field_count` fields into the ghost
+ * entries of the ranks that hold them as ghosts, all fields in one message
+ * per rank. fields[f] has domex_ghost_size() elements of element_sizes[f]
+ * bytes. position_offsets (may be NULL: none) gives per field the byte
+ * offset inside an element of a position (3 doubles) to which the periodic
+ * shift is added on the way, or -1: {0} for an interleaved x, y, z array,
+ * offsetof(particle, position) for an array of structs. A bad field on one
+ * rank (NULL with entries, element size 0, an offset leaving no 3 doubles)
+ * is an error on every rank, found by the check the plan makes anyway; no
+ * ghost is changed then. */
+int domex_ghost_update(domex_ghost* ghost, int field_count, void* const* fields, const size_t* element_sizes,
+                       const ptrdiff_t* position_offsets);
+/* The same for `field_count` double fields (no shift). */
+int domex_ghost_update_doubles(domex_ghost* ghost, int field_count, double* const* fields);
+/* The same for positions in three arrays of domex_ghost_size() entries,
+ * read and written at x[i * stride], ... (separate arrays or the members of
+ * an array of structs): the ghost entries get the owners' positions plus the
+ * periodic shift. One message per rank of its own. Between rebuilds, do not
+ * wrap owned positions back into a periodic box: the image shifts are those
+ * of the positions the plan was built with (wrap just before a rebuild). */
+int domex_ghost_update_positions(domex_ghost* ghost, double* x, double* y, double* z, size_t stride);
+/* Collective: adds the ghost entries of `field_count` double fields into
+ * their owners' entries (half neighbour lists, Newton's third law; the
+ * density summed once per pair), in a fixed order (source rank, then ghost
+ * order), never in arrival order: the same bits at every run. Ghost entries
+ * are left as they were. Errors as domex_ghost_update. */
+int domex_ghost_reverse_sum_doubles(domex_ghost* ghost, int field_count, double* const* fields);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #include <domex/decompose/multisection.hpp>
 
 #include <domex/migrate/migrate.hpp>
+#include <domex/ghost/ghost.hpp>
 
 #include <domex/halo/cartesian.hpp>
 #include <domex/halo/halo.hpp>

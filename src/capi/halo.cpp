@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // C API: Cartesian halo plans exchanging several fields in one message per
-// neighbour.
+// neighbour, and the reverse sum of ghosts into their owners.
 #include "capi.hpp"
 
 #include <array>
+#include <span>
 #include <type_traits>
 
 using domex::capi::guarded;
@@ -56,6 +57,35 @@ int exchange_fields(const char* call, domex_halo* halo, int field_count, T* cons
       }
     }
     exchange_views(h.plan, views, problem);
+  });
+}
+
+/// The reverse sum of `field_count` double fields; invalid arguments on this
+/// rank take the plan's own error path, as in exchange_fields.
+int reverse_sum_doubles(const char* call, domex_halo* halo, int field_count, double* const* fields) {
+  return guarded(call, [&] {
+    auto& h = need(halo, call, "halo");
+    const std::size_t cells = h.plan.cells();
+    thread_local std::vector<domex::HaloPlan::ReverseView> views;
+    views.clear();
+    std::string problem;
+    if (field_count < 1) problem = "field_count " + std::to_string(field_count) + " is below 1";
+    else if (fields == nullptr) problem = "fields is NULL";
+    if (!problem.empty()) {
+      views.push_back(domex::HaloPlan::summing(static_cast<double*>(nullptr), 0));
+    } else {
+      for (int f = 0; f < field_count; ++f) {
+        if (fields[f] == nullptr && problem.empty()) problem = "field " + std::to_string(f) + " is NULL";
+        views.push_back(domex::HaloPlan::summing(fields[f], fields[f] == nullptr ? 0 : cells));
+      }
+    }
+    try {
+      h.plan.reverse_begin(std::span<const domex::HaloPlan::ReverseView>(views));
+    } catch (const domex::Error&) {
+      if (!problem.empty()) throw domex::capi::ArgumentError(domex::capi::message(call, problem));
+      throw;
+    }
+    h.plan.reverse_finish();
   });
 }
 
@@ -139,6 +169,10 @@ int domex_halo_exchange(domex_halo* halo, int field_count, void* const* fields, 
 
 int domex_halo_exchange_doubles(domex_halo* halo, int field_count, double* const* fields) {
   return exchange_fields("domex_halo_exchange_doubles", halo, field_count, fields, nullptr);
+}
+
+int domex_halo_reverse_sum_doubles(domex_halo* halo, int field_count, double* const* fields) {
+  return reverse_sum_doubles("domex_halo_reverse_sum_doubles", halo, field_count, fields);
 }
 
 }  // extern "C"

@@ -78,6 +78,18 @@ int BucketDecomposition::bucket_of(const Point& position) const noexcept {
   return index[0] + options_.buckets[0] * (index[1] + options_.buckets[1] * index[2]);
 }
 
+Box BucketDecomposition::bucket_box(int bucket) const noexcept {
+  const auto [nx, ny, nz] = options_.buckets;
+  const int index[3] = {bucket % nx, (bucket / nx) % ny, bucket / (nx * ny)};
+  Box box;
+  for (int a = 0; a < 3; ++a) {
+    const double width = domain_.extent(a) / options_.buckets[a];
+    box.lo[a] = domain_.lo[a] + index[a] * width;
+    box.hi[a] = index[a] + 1 == options_.buckets[a] ? domain_.hi[a] : domain_.lo[a] + (index[a] + 1) * width;
+  }
+  return box;
+}
+
 int BucketDecomposition::try_owner(const Point& position) const noexcept {
   const int bucket = bucket_of(position);
   return bucket < 0 ? -1 : owner_[static_cast<std::size_t>(bucket)];

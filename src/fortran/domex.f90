@@ -8,6 +8,7 @@
 !   call domex_halo_create(comm, [nx, ny, nz], 2, halo)    ! deep halo: 2 ghost layers
 !   allocate(rho(1-2:n(1)+2, 1-2:n(2)+2, 1-2:n(3)+2))      ! n from domex_halo_local_cells
 !   call domex_halo_exchange(halo, rho, vx, vy, vz)        ! one message per neighbour
+!   call domex_halo_reverse_sum(halo, charge)              ! ghosts added into their owners
 !
 ! Every routine takes an optional `ierr` (DOMEX_SUCCESS or an error code; the
 ! message is domex_last_error()). Without `ierr`, an error prints the message
@@ -54,7 +55,7 @@ module domex
   public :: domex_migration_create, domex_migration_free, domex_migration_leaving, domex_migrate
   public :: domex_buffer_create, domex_buffer_free, domex_buffer_data
   public :: domex_halo_create, domex_halo_free, domex_halo_local_cells, domex_halo_offset, domex_halo_dims, &
-            domex_halo_coords, domex_halo_neighbour, domex_halo_exchange
+            domex_halo_coords, domex_halo_neighbour, domex_halo_exchange, domex_halo_reverse_sum
   public :: domex_profile_create, domex_profile_free, domex_profile_begin, domex_profile_end, domex_profile_add, &
             domex_profile_seconds, domex_profile_print
 
@@ -66,6 +67,12 @@ module domex
   !> m of a 4-D array f(:,:,:,m), in one message per neighbour.
   interface domex_halo_exchange
     module procedure halo_exchange_3d, halo_exchange_4d
+  end interface
+  !> The reverse: adds every ghost cell of up to eight 3-D double fields, or
+  !> of every variable m of a 4-D array, into the cell that owns it, in a
+  !> fixed order (bitwise reproducible); ghosts are unchanged.
+  interface domex_halo_reverse_sum
+    module procedure halo_reverse_sum_3d, halo_reverse_sum_4d
   end interface
 
   ! ---- the C API ----------------------------------------------------------
@@ -278,6 +285,13 @@ module domex
       type(c_ptr) :: fields(*)
       integer(c_int) :: c_halo_exchange_doubles
     end function
+    function c_halo_reverse_sum_doubles(handle, count, fields) bind(c, name="domex_halo_reverse_sum_doubles")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), value :: count
+      type(c_ptr) :: fields(*)
+      integer(c_int) :: c_halo_reverse_sum_doubles
+    end function
     function c_profile_create(out) bind(c, name="domex_profile_create")
       import :: c_int, c_ptr
       type(c_ptr) :: out
@@ -319,6 +333,143 @@ module domex
       type(c_ptr), value :: handle, comm
       character(kind=c_char) :: title(*)
       integer(c_int) :: c_profile_print
+    end function
+  end interface
+
+  ! ---- bucket decomposition and ghost particles ---------------------------
+  ! A ghost plan: every rank gets copies of the particles of every rank
+  ! (periodic images included, positions shifted) within `cutoff` of its
+  ! domain; fields hold the owned particles, then the ghosts:
+  !   call domex_ghost_create(comm, buckets, x, y, z, r_e + skin, ghosts)
+  !   n = domex_ghost_size(ghosts)                   ! owned + ghosts
+  !   call domex_ghost_update_positions(ghosts, x, y, z)   ! shifted images
+  !   call domex_ghost_update(ghosts, vx, vy, vz)    ! one message per rank
+  !   call domex_ghost_reverse_sum(ghosts, density)  ! ghost parts into owners
+  type, public :: domex_buckets
+    type(c_ptr) :: handle = c_null_ptr
+  end type
+  type, public :: domex_ghost
+    type(c_ptr) :: handle = c_null_ptr
+  end type
+
+  public :: domex_buckets_create, domex_buckets_free, domex_buckets_rebalance, domex_buckets_owner
+  public :: domex_ghost_create, domex_ghost_free, domex_ghost_rebuild, domex_ghost_local_count, domex_ghost_count, &
+            domex_ghost_size, domex_ghost_positions, domex_ghost_update, domex_ghost_update_positions, &
+            domex_ghost_update_records, domex_ghost_reverse_sum
+
+  !> Collective: a ghost plan from a multisection or a bucket decomposition.
+  interface domex_ghost_create
+    module procedure ghost_create_multisection, ghost_create_buckets
+  end interface
+  !> Collective: ghost positions from the owners' (x, y, z arrays or a
+  !> position array r(3, n)), the periodic shift added.
+  interface domex_ghost_update_positions
+    module procedure ghost_update_xyz, ghost_update_points
+  end interface
+
+  interface
+    function c_buckets_create(comm, lo, hi, buckets, periodic, out) bind(c, name="domex_buckets_create")
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: comm
+      real(c_double) :: lo(3), hi(3)
+      integer(c_int) :: buckets(3), periodic(3)
+      type(c_ptr) :: out
+      integer(c_int) :: c_buckets_create
+    end function
+    function c_buckets_free(handle) bind(c, name="domex_buckets_free")
+      import :: c_int, c_ptr
+      type(c_ptr) :: handle
+      integer(c_int) :: c_buckets_free
+    end function
+    function c_buckets_rebalance(handle, count, x, y, z, stride, weights) bind(c, name="domex_buckets_rebalance")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle, x, y, z, weights
+      integer(c_size_t), value :: count, stride
+      integer(c_int) :: c_buckets_rebalance
+    end function
+    function c_buckets_owner(handle, position, rank) bind(c, name="domex_buckets_owner")
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: handle
+      real(c_double) :: position(3)
+      integer(c_int) :: rank
+      integer(c_int) :: c_buckets_owner
+    end function
+    function c_ghost_create_multisection(comm, decomposition, count, x, y, z, stride, cutoff, out) &
+        bind(c, name="domex_ghost_create_multisection")
+      import :: c_int, c_ptr, c_size_t, c_double
+      type(c_ptr), value :: comm, decomposition, x, y, z
+      integer(c_size_t), value :: count, stride
+      real(c_double), value :: cutoff
+      type(c_ptr) :: out
+      integer(c_int) :: c_ghost_create_multisection
+    end function
+    function c_ghost_create_buckets(comm, decomposition, count, x, y, z, stride, cutoff, out) &
+        bind(c, name="domex_ghost_create_buckets")
+      import :: c_int, c_ptr, c_size_t, c_double
+      type(c_ptr), value :: comm, decomposition, x, y, z
+      integer(c_size_t), value :: count, stride
+      real(c_double), value :: cutoff
+      type(c_ptr) :: out
+      integer(c_int) :: c_ghost_create_buckets
+    end function
+    function c_ghost_free(handle) bind(c, name="domex_ghost_free")
+      import :: c_int, c_ptr
+      type(c_ptr) :: handle
+      integer(c_int) :: c_ghost_free
+    end function
+    function c_ghost_rebuild(handle, count, x, y, z, stride) bind(c, name="domex_ghost_rebuild")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle, x, y, z
+      integer(c_size_t), value :: count, stride
+      integer(c_int) :: c_ghost_rebuild
+    end function
+    function c_ghost_local_count(handle, count) bind(c, name="domex_ghost_local_count")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t) :: count
+      integer(c_int) :: c_ghost_local_count
+    end function
+    function c_ghost_count(handle, count) bind(c, name="domex_ghost_count")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t) :: count
+      integer(c_int) :: c_ghost_count
+    end function
+    function c_ghost_size(handle, entries) bind(c, name="domex_ghost_size")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle
+      integer(c_size_t) :: entries
+      integer(c_int) :: c_ghost_size
+    end function
+    function c_ghost_positions(handle, positions) bind(c, name="domex_ghost_positions")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      type(c_ptr) :: positions
+      integer(c_int) :: c_ghost_positions
+    end function
+    ! position_offsets is const ptrdiff_t* (c_intptr_t: the same width on
+    ! every ABI domex builds for; c_ptrdiff_t is Fortran 2018).
+    function c_ghost_update(handle, count, fields, element_sizes, position_offsets) bind(c, name="domex_ghost_update")
+      import :: c_int, c_ptr, c_size_t, c_intptr_t
+      type(c_ptr), value :: handle
+      integer(c_int), value :: count
+      type(c_ptr) :: fields(*)
+      integer(c_size_t) :: element_sizes(*)
+      integer(c_intptr_t) :: position_offsets(*)
+      integer(c_int) :: c_ghost_update
+    end function
+    function c_ghost_update_positions(handle, x, y, z, stride) bind(c, name="domex_ghost_update_positions")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: handle, x, y, z
+      integer(c_size_t), value :: stride
+      integer(c_int) :: c_ghost_update_positions
+    end function
+    function c_ghost_reverse_sum_doubles(handle, count, fields) bind(c, name="domex_ghost_reverse_sum_doubles")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), value :: count
+      type(c_ptr) :: fields(*)
+      integer(c_int) :: c_ghost_reverse_sum_doubles
     end function
   end interface
 
@@ -745,6 +896,45 @@ contains
     call finish(c_halo_exchange_doubles(halo%handle, int(size(f, 4), c_int), fields), ierr)
   end subroutine
 
+  subroutine halo_reverse_sum_3d(halo, f1, f2, f3, f4, f5, f6, f7, f8, ierr)
+    type(domex_halo), intent(in) :: halo
+    real(c_double), intent(inout), target, contiguous :: f1(:, :, :)
+    real(c_double), intent(inout), target, contiguous, optional :: f2(:, :, :), f3(:, :, :), f4(:, :, :), &
+                                                                   f5(:, :, :), f6(:, :, :), f7(:, :, :), f8(:, :, :)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(8)
+    integer(c_int) :: count
+    count = 1
+    fields(1) = field_address(halo, f1)
+    if (present(f2)) call add(f2)
+    if (present(f3)) call add(f3)
+    if (present(f4)) call add(f4)
+    if (present(f5)) call add(f5)
+    if (present(f6)) call add(f6)
+    if (present(f7)) call add(f7)
+    if (present(f8)) call add(f8)
+    call finish(c_halo_reverse_sum_doubles(halo%handle, count, fields), ierr)
+  contains
+    subroutine add(f)
+      real(c_double), intent(in), target, contiguous :: f(:, :, :)
+      count = count + 1
+      fields(count) = field_address(halo, f)
+    end subroutine
+  end subroutine
+
+  subroutine halo_reverse_sum_4d(halo, f, ierr)
+    type(domex_halo), intent(in) :: halo
+    real(c_double), intent(inout), target, contiguous :: f(:, :, :, :)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(max(size(f, 4), 1))
+    integer :: m
+    fields = c_null_ptr
+    do m = 1, size(f, 4)
+      fields(m) = field_address(halo, f(:, :, :, m))
+    end do
+    call finish(c_halo_reverse_sum_doubles(halo%handle, int(size(f, 4), c_int), fields), ierr)
+  end subroutine
+
   ! ---- profile ------------------------------------------------------------
 
   subroutine domex_profile_create(profile, ierr)
@@ -795,6 +985,264 @@ contains
     integer, intent(out), optional :: ierr
     flush(6)
     call finish(c_profile_print(profile%handle, comm%handle, c_string(title)), ierr)
+  end subroutine
+
+
+  ! ---- bucket decomposition and ghost particles ---------------------------
+
+  !> Collective: the box [lo, hi) cut into counts(1) x counts(2) x counts(3)
+  !> uniform buckets, runs of them along a Morton curve per rank.
+  subroutine domex_buckets_create(comm, lo, hi, counts, buckets, periodic, ierr)
+    type(domex_comm), intent(in) :: comm
+    real(c_double), intent(in) :: lo(3), hi(3)
+    integer, intent(in) :: counts(3)
+    type(domex_buckets), intent(inout) :: buckets
+    logical, intent(in), optional :: periodic(3)
+    integer, intent(out), optional :: ierr
+    integer(c_int) :: n(3), p(3)
+    real(c_double) :: l(3), h(3)
+    n = int(counts, c_int)
+    p = 0
+    l = lo
+    h = hi
+    if (present(periodic)) p = merge(1_c_int, 0_c_int, periodic)
+    call finish(c_buckets_create(comm%handle, l, h, n, p, buckets%handle), ierr)
+  end subroutine
+
+  subroutine domex_buckets_free(buckets, ierr)
+    type(domex_buckets), intent(inout) :: buckets
+    integer, intent(out), optional :: ierr
+    call finish(c_buckets_free(buckets%handle), ierr)
+  end subroutine
+
+  !> Collective: runs of equal cost for this rank's particles at (x, y, z)
+  !> (arrays or strided components, as domex_multisection_rebalance).
+  subroutine domex_buckets_rebalance(buckets, x, y, z, weights, ierr)
+    type(domex_buckets), intent(in) :: buckets
+    real(c_double), intent(in), target :: x(:), y(:), z(:)
+    real(c_double), intent(in), target, contiguous, optional :: weights(:)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: w
+    w = c_null_ptr
+    if (present(weights)) w = first(weights)
+    call finish(c_buckets_rebalance(buckets%handle, int(size(x), c_size_t), first(x), first(y), first(z), &
+                                    positions_stride(x, y, z), w), ierr)
+  end subroutine
+
+  !> The 0-based rank owning `position`.
+  integer function domex_buckets_owner(buckets, position) result(rank)
+    type(domex_buckets), intent(in) :: buckets
+    real(c_double), intent(in) :: position(3)
+    real(c_double) :: p(3)
+    integer(c_int) :: value
+    p = position
+    call finish(c_buckets_owner(buckets%handle, p, value))
+    rank = int(value)
+  end function
+
+  !> The common stride of x, y, z in bytes, or 0 (an error of the C layer,
+  !> on every rank) when their sizes or strides differ.
+  function positions_stride(x, y, z) result(stride)
+    real(c_double), intent(in), target :: x(:), y(:), z(:)
+    integer(c_size_t) :: stride
+    stride = stride_of(x)
+    if (size(y) /= size(x) .or. size(z) /= size(x) .or. stride_of(y) /= stride .or. stride_of(z) /= stride) &
+      stride = 0
+  end function
+
+  !> Collective: the ghosts of a multisection within `cutoff` (interaction
+  !> cutoff + skin) for this rank's particles at (x, y, z).
+  subroutine ghost_create_multisection(comm, decomposition, x, y, z, cutoff, ghost, ierr)
+    type(domex_comm), intent(in) :: comm
+    type(domex_multisection), intent(in) :: decomposition
+    real(c_double), intent(in), target :: x(:), y(:), z(:)
+    real(c_double), intent(in) :: cutoff
+    type(domex_ghost), intent(inout) :: ghost
+    integer, intent(out), optional :: ierr
+    call finish(c_ghost_create_multisection(comm%handle, decomposition%handle, int(size(x), c_size_t), first(x), &
+                                            first(y), first(z), positions_stride(x, y, z), cutoff, ghost%handle), ierr)
+  end subroutine
+
+  !> Collective: the same for a bucket decomposition.
+  subroutine ghost_create_buckets(comm, decomposition, x, y, z, cutoff, ghost, ierr)
+    type(domex_comm), intent(in) :: comm
+    type(domex_buckets), intent(in) :: decomposition
+    real(c_double), intent(in), target :: x(:), y(:), z(:)
+    real(c_double), intent(in) :: cutoff
+    type(domex_ghost), intent(inout) :: ghost
+    integer, intent(out), optional :: ierr
+    call finish(c_ghost_create_buckets(comm%handle, decomposition%handle, int(size(x), c_size_t), first(x), &
+                                       first(y), first(z), positions_stride(x, y, z), cutoff, ghost%handle), ierr)
+  end subroutine
+
+  subroutine domex_ghost_free(ghost, ierr)
+    type(domex_ghost), intent(inout) :: ghost
+    integer, intent(out), optional :: ierr
+    call finish(c_ghost_free(ghost%handle), ierr)
+  end subroutine
+
+  !> Collective: the plan again for new owned positions (the decomposition's
+  !> current domains); on error the previous plan stays.
+  subroutine domex_ghost_rebuild(ghost, x, y, z, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), intent(in), target :: x(:), y(:), z(:)
+    integer, intent(out), optional :: ierr
+    call finish(c_ghost_rebuild(ghost%handle, int(size(x), c_size_t), first(x), first(y), first(z), &
+                                positions_stride(x, y, z)), ierr)
+  end subroutine
+
+  !> Owned particles (field entries 1 .. local_count).
+  integer function domex_ghost_local_count(ghost) result(count)
+    type(domex_ghost), intent(in) :: ghost
+    integer(c_size_t) :: value
+    call finish(c_ghost_local_count(ghost%handle, value))
+    count = int(value)
+  end function
+
+  !> Ghosts (field entries local_count + 1 .. size).
+  integer function domex_ghost_count(ghost) result(count)
+    type(domex_ghost), intent(in) :: ghost
+    integer(c_size_t) :: value
+    call finish(c_ghost_count(ghost%handle, value))
+    count = int(value)
+  end function
+
+  !> Entries of every field: owned + ghosts.
+  integer function domex_ghost_size(ghost) result(entries)
+    type(domex_ghost), intent(in) :: ghost
+    integer(c_size_t) :: value
+    call finish(c_ghost_size(ghost%handle, value))
+    entries = int(value)
+  end function
+
+  !> Ghost positions at the build, shifted: positions(:, g) is ghost g (field
+  !> entry local_count + g); valid until the next rebuild or free.
+  subroutine domex_ghost_positions(ghost, positions)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), pointer, intent(out) :: positions(:, :)
+    type(c_ptr) :: raw
+    real(c_double), target, save :: empty(3, 0)
+    call finish(c_ghost_positions(ghost%handle, raw))
+    if (c_associated(raw)) then
+      call c_f_pointer(raw, positions, [3, domex_ghost_count(ghost)])
+    else
+      positions => empty
+    end if
+  end subroutine
+
+  !> Collective: owned values into the ghosts of up to eight double fields of
+  !> domex_ghost_size() entries, in one message per rank. A field of another
+  !> size is an error on every rank.
+  subroutine domex_ghost_update(ghost, f1, f2, f3, f4, f5, f6, f7, f8, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), intent(inout), target, contiguous :: f1(:)
+    real(c_double), intent(inout), target, contiguous, optional :: f2(:), f3(:), f4(:), f5(:), f6(:), f7(:), f8(:)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(8)
+    integer(c_size_t) :: sizes(8)
+    integer(c_intptr_t) :: offsets(8)
+    integer(c_int) :: count
+    integer :: entries
+    entries = domex_ghost_size(ghost)
+    offsets = -1
+    count = 0
+    call add(f1)
+    if (present(f2)) call add(f2)
+    if (present(f3)) call add(f3)
+    if (present(f4)) call add(f4)
+    if (present(f5)) call add(f5)
+    if (present(f6)) call add(f6)
+    if (present(f7)) call add(f7)
+    if (present(f8)) call add(f8)
+    call finish(c_ghost_update(ghost%handle, count, fields, sizes, offsets), ierr)
+  contains
+    subroutine add(f)
+      real(c_double), intent(in), target, contiguous :: f(:)
+      count = count + 1
+      fields(count) = first(f)
+      sizes(count) = c_sizeof(0.0_c_double)
+      if (size(f) /= entries) sizes(count) = 0  ! reported by the C layer on every rank
+    end subroutine
+  end subroutine
+
+  subroutine ghost_update_xyz(ghost, x, y, z, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), intent(inout), target :: x(:), y(:), z(:)
+    integer, intent(out), optional :: ierr
+    integer(c_size_t) :: stride
+    integer :: entries
+    entries = domex_ghost_size(ghost)
+    stride = positions_stride(x, y, z)
+    if (size(x) /= entries) stride = 0
+    call finish(c_ghost_update_positions(ghost%handle, first(x), first(y), first(z), stride), ierr)
+  end subroutine
+
+  subroutine ghost_update_points(ghost, r, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), intent(inout), target, contiguous :: r(:, :)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(1)
+    integer(c_size_t) :: sizes(1)
+    integer(c_intptr_t) :: offsets(1)
+    integer :: entries
+    entries = domex_ghost_size(ghost)
+    fields(1) = c_null_ptr
+    if (size(r) > 0) fields(1) = c_loc(r)
+    sizes(1) = 3 * c_sizeof(0.0_c_double)
+    if (size(r, 1) /= 3 .or. size(r, 2) /= entries) sizes(1) = 0
+    offsets(1) = 0
+    call finish(c_ghost_update(ghost%handle, 1_c_int, fields, sizes, offsets), ierr)
+  end subroutine
+
+  !> Collective: owned records into the ghosts of an array of bind(c) records
+  !> of domex_ghost_size() entries: `records` = c_loc(p), element_size =
+  !> c_sizeof(p(1)); position_offset (optional) is the byte offset of a
+  !> real(c_double) :: x(3) member that gets the periodic shift.
+  subroutine domex_ghost_update_records(ghost, records, element_size, position_offset, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    type(c_ptr), intent(in) :: records
+    integer(c_size_t), intent(in) :: element_size
+    integer(c_size_t), intent(in), optional :: position_offset
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(1)
+    integer(c_size_t) :: sizes(1)
+    integer(c_intptr_t) :: offsets(1)
+    fields(1) = records
+    sizes(1) = element_size
+    offsets(1) = -1
+    if (present(position_offset)) offsets(1) = int(position_offset, c_intptr_t)
+    call finish(c_ghost_update(ghost%handle, 1_c_int, fields, sizes, offsets), ierr)
+  end subroutine
+
+  !> Collective: adds the ghost entries of up to eight double fields into
+  !> their owners' entries (half neighbour lists), in a fixed order: the same
+  !> bits at every run. Ghost entries are left as they were.
+  subroutine domex_ghost_reverse_sum(ghost, f1, f2, f3, f4, f5, f6, f7, f8, ierr)
+    type(domex_ghost), intent(in) :: ghost
+    real(c_double), intent(inout), target, contiguous :: f1(:)
+    real(c_double), intent(inout), target, contiguous, optional :: f2(:), f3(:), f4(:), f5(:), f6(:), f7(:), f8(:)
+    integer, intent(out), optional :: ierr
+    type(c_ptr) :: fields(8)
+    integer(c_int) :: count
+    integer :: entries
+    entries = domex_ghost_size(ghost)
+    count = 0
+    call add(f1)
+    if (present(f2)) call add(f2)
+    if (present(f3)) call add(f3)
+    if (present(f4)) call add(f4)
+    if (present(f5)) call add(f5)
+    if (present(f6)) call add(f6)
+    if (present(f7)) call add(f7)
+    if (present(f8)) call add(f8)
+    call finish(c_ghost_reverse_sum_doubles(ghost%handle, count, fields), ierr)
+  contains
+    subroutine add(f)
+      real(c_double), intent(in), target, contiguous :: f(:)
+      count = count + 1
+      fields(count) = first(f)
+      if (size(f) /= entries) fields(count) = c_null_ptr  ! reported by the C layer (with entries)
+    end subroutine
   end subroutine
 
 end module domex

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <any>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -225,6 +226,49 @@ std::byte* copy_region(const HaloPlan& plan, const HaloPlan::FieldView& field, c
   });
 }
 
+/// Folds the packed ghosts of `region` into the cells of one field with the
+/// field's combine function, one call per plane; returns the end of what was read.
+const std::byte* combine_region(const HaloPlan& plan, const HaloPlan::ReverseView& view, const Region& region,
+                                const std::byte* packed) {
+  const Block b = block_of(plan, region);
+  const std::size_t size = view.field.element_size;
+  std::byte* plane = view.field.data + b.first * size;
+  const std::size_t plane_bytes = b.rows * b.run * size;
+  for (std::size_t k = 0; k < b.planes; ++k, plane += b.plane * size, packed += plane_bytes)
+    view.combine(view.op, plane, packed, b.rows, b.run, b.row);
+  return packed;
+}
+
+/// The ghost cells of `region` (cells outside [0, n) on some axis) as boxes:
+/// each axis split into its part below 0, inside and above n.
+void append_ghost_boxes(const Region& region, const std::array<std::size_t, 3>& n, std::vector<Region>& boxes) {
+  std::array<std::vector<std::pair<long, long>>, 3> parts;
+  std::array<std::vector<bool>, 3> outside;
+  for (int a = 0; a < 3; ++a) {
+    const long size = static_cast<long>(n[a]);
+    const long cuts[4] = {region.begin[a], std::clamp(0L, region.begin[a], region.end[a]),
+                          std::clamp(size, region.begin[a], region.end[a]), region.end[a]};
+    for (int p = 0; p < 3; ++p)
+      if (cuts[p] < cuts[p + 1]) {
+        parts[a].emplace_back(cuts[p], cuts[p + 1]);
+        outside[a].push_back(p != 1);
+      }
+  }
+  for (std::size_t k = 0; k < parts[2].size(); ++k)
+    for (std::size_t j = 0; j < parts[1].size(); ++j)
+      for (std::size_t i = 0; i < parts[0].size(); ++i) {
+        if (!outside[0][i] && !outside[1][j] && !outside[2][k]) continue;
+        Region box;
+        box.begin = {parts[0][i].first, parts[1][j].first, parts[2][k].first};
+        box.end = {parts[0][i].second, parts[1][j].second, parts[2][k].second};
+        boxes.push_back(box);
+      }
+}
+
+/// Tag of round r's messages: forward r, reverse reverse_tag_base + r (an
+/// exchange never matches a reverse's messages).
+constexpr int reverse_tag_base = 8;
+
 /// Copies the cells of region `from` of one field onto its region `to`.
 void copy_within(const HaloPlan& plan, const HaloPlan::FieldView& field, const Region& from, const Region& to) {
   const Block b = block_of(plan, from);
@@ -239,7 +283,6 @@ void copy_within(const HaloPlan& plan, const HaloPlan::FieldView& field, const R
 
 struct HaloPlan::State {
   explicit State(const Comm& grid_comm) : comm(grid_comm.get()) {}
-  ~State() { free_requests(); }
 
   Comm comm;  ///< our own duplicate: plans never match each other's messages
   std::vector<Round> rounds;
@@ -260,6 +303,13 @@ struct HaloPlan::State {
   };
   std::vector<std::vector<Peer>> peers;
   std::vector<Comm> graphs;  ///< neighbor_alltoallv: one graph communicator per round
+  /// The reverse's layout per peer: ghosts out (its transfers' receive
+  /// regions, by send tag), contributions in (their send regions, by receive
+  /// tag): the forward messages with the regions swapped.
+  struct ReversePeer {
+    std::size_t send_offset = 0, recv_offset = 0, send_bytes = 0, recv_bytes = 0;
+  };
+  std::vector<std::vector<ReversePeer>> reverse_peers;
   /// Per round: the buffers and persistent requests of the current fields.
   struct Buffers {
     std::vector<std::byte> send, recv;
@@ -268,7 +318,23 @@ struct HaloPlan::State {
   std::vector<Buffers> buffers;
   std::vector<std::size_t> signature;  ///< element sizes the buffers are laid out for
   std::vector<FieldView> fields;       ///< of the exchange in progress
+  /// Reverse (plan only): per round, buffers (recv: the peers'
+  /// contributions, then this rank's own ghosts of periodic self-neighbours)
+  /// and persistent requests, laid out for reverse_signature.
+  std::vector<Buffers> reverse_buffers;
+  std::vector<std::size_t> reverse_signature;
+  /// Per round and transfer (round.transfers order): byte offset of the
+  /// contributions its send region receives in reverse_buffers[r].recv, or
+  /// npos where it has no neighbour.
+  std::vector<std::vector<std::size_t>> reverse_slots;
+  std::vector<ReverseView> reverse_fields;  ///< of the reverse in progress
+  std::any operation;                       ///< reverse_begin(op, ...)'s op
+  /// Stencil::faces: the ghost cells that relay partial sums (the ghost part
+  /// of rounds y and z's targets), saved by reverse_begin and restored after.
+  std::vector<Region> relays;
+  std::vector<std::byte> relay_saved;
   bool active = false;
+  bool reversing = false;              ///< the operation in progress (active) is a reverse
   std::size_t bytes_per_cell = 0;      ///< of the exchange in progress
   /// A neighbour whose input was invalid sent empty messages instead of its
   /// ghosts: its rank (-1: none). From then on this rank sends empty
@@ -280,9 +346,16 @@ struct HaloPlan::State {
   std::vector<int> completed;
 
   void free_requests() noexcept {
-    for (auto& round : buffers)
-      for (auto& request : round.requests)
-        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    for (auto& round : buffers) free_requests(round);
+  }
+  static void free_requests(Buffers& round) noexcept {
+    for (auto& request : round.requests)
+      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    round.requests.clear();
+  }
+  ~State() {
+    free_requests();
+    for (auto& round : reverse_buffers) free_requests(round);
   }
 };
 
@@ -330,7 +403,15 @@ HaloPlan::HaloPlan(const CartesianGrid& grid, HaloOptions options)
         std::sort(peer.receives.begin(), peer.receives.end(),
                   [](const Transfer* x, const Transfer* y) { return x->recv_tag() < y->recv_tag(); });
       }
+      state_->reverse_peers.emplace_back(peers.size());
+      state_->reverse_slots.emplace_back(round.transfers.size(), std::numeric_limits<std::size_t>::max());
     }
+    state_->reverse_buffers.resize(state_->rounds.size());
+    // Rounds y and z of the reverse add into the ghost layers of the earlier
+    // axes (the relay); those cells are restored afterwards.
+    for (std::size_t r = 1; r < state_->rounds.size(); ++r)
+      for (const Transfer& t : state_->rounds[r].transfers)
+        if (t.rank >= 0) append_ghost_boxes(t.send, n, state_->relays);
   }
 
   if (options.method == HaloMethod::neighbor_alltoallv) {
@@ -417,7 +498,9 @@ int checked_int(std::size_t bytes, const char* what) {
 
 void HaloPlan::begin_views(std::span<const FieldView> fields) {
   State& s = *state_;
-  if (s.active) fail("HaloPlan::begin", "an exchange is already in progress: call finish() first");
+  if (s.active)
+    fail("HaloPlan::begin", s.reversing ? "a reverse is in progress: call reverse_finish() first"
+                                        : "an exchange is already in progress: call finish() first");
   std::vector<std::size_t> signature;
   std::size_t bytes_per_cell = 0;
   std::string problem;
@@ -433,7 +516,7 @@ void HaloPlan::begin_views(std::span<const FieldView> fields) {
   } else if (!problem.empty()) {
     // No allreduce on the plan's path: this rank sends empty messages where
     // its ghosts would go, so its neighbours notice and throw in finish().
-    send_empty_exchange();
+    send_empty_exchange(false);
     fail("HaloPlan::begin", problem);
   }
   s.fields.assign(fields.begin(), fields.end());
@@ -619,6 +702,7 @@ void HaloPlan::complete_round(std::size_t r) {
 void HaloPlan::finish() {
   State& s = *state_;
   if (!s.active) fail("HaloPlan::finish", "no exchange in progress: call begin() first");
+  if (s.reversing) fail("HaloPlan::finish", "a reverse is in progress: call reverse_finish(), not finish()");
   s.active = false;
   complete_round(0);
   for (std::size_t r = 1; r < s.rounds.size(); ++r) {
@@ -641,14 +725,16 @@ void HaloPlan::wait_empty_sends() {
   s.empty_sends.clear();
 }
 
-void HaloPlan::send_empty_exchange() {
-  // Every round in order, as a valid rank would run it: empty messages to the
-  // neighbours, and their messages received (of whatever size) and dropped,
-  // so that nothing is left unmatched on the plan's communicator.
+void HaloPlan::send_empty_exchange(bool reverse) {
+  // Every round in order (a reverse: z, y, x), as a valid rank would run it:
+  // empty messages to the neighbours, and their messages received (of
+  // whatever size) and dropped, so that nothing is left unmatched on the
+  // plan's communicator.
   State& s = *state_;
   std::vector<std::byte> dropped;
-  for (std::size_t r = 0; r < s.peers.size(); ++r) {
-    const int tag = static_cast<int>(r);
+  for (std::size_t step = 0; step < s.peers.size(); ++step) {
+    const std::size_t r = reverse ? s.peers.size() - 1 - step : step;
+    const int tag = static_cast<int>(r) + (reverse ? reverse_tag_base : 0);
     for (const auto& peer : s.peers[r]) {
       MPI_Request request;
       check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer.rank, tag, s.comm.get(), &request), "MPI_Isend");
@@ -665,6 +751,189 @@ void HaloPlan::send_empty_exchange() {
     }
     wait_empty_sends();
   }
+}
+
+std::any& HaloPlan::idle_operation_slot() {
+  State& s = *state_;
+  if (s.active)
+    fail("HaloPlan::reverse_begin", s.reversing ? "a reverse is already in progress: call reverse_finish() first"
+                                                : "an exchange is in progress: call finish() first");
+  return s.operation;
+}
+
+void HaloPlan::reverse_begin_views(std::span<const ReverseView> fields) {
+  State& s = *state_;
+  if (s.active)
+    fail("HaloPlan::reverse_begin", s.reversing ? "a reverse is already in progress: call reverse_finish() first"
+                                                : "an exchange is in progress: call finish() first");
+  // Every rank has the same method: this fails everywhere, before any message.
+  if (options_.method != HaloMethod::plan)
+    fail("HaloPlan::reverse_begin",
+         fmt::format("HaloMethod::{} has no reverse (only HaloMethod::plan has)", to_string(options_.method)));
+  std::vector<std::size_t> signature;
+  std::size_t bytes_per_cell = 0;
+  std::string problem;
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f].field.elements != cells() && problem.empty())
+      problem =
+          fmt::format("field {} has {} elements, the plan needs cells() = {}", f, fields[f].field.elements, cells());
+    if (fields[f].combine == nullptr && problem.empty()) problem = fmt::format("field {} has no combine function", f);
+    signature.push_back(fields[f].field.element_size);
+    bytes_per_cell += fields[f].field.element_size;
+  }
+  if (!problem.empty()) {
+    // As begin(): empty messages in place of the ghosts tell the neighbours.
+    send_empty_exchange(true);
+    fail("HaloPlan::reverse_begin", problem);
+  }
+  s.reverse_fields.assign(fields.begin(), fields.end());
+  s.poisoned_by = -1;
+
+  if (signature != s.reverse_signature) {
+    // The forward messages with the regions swapped: ghosts (receive regions)
+    // out, contributions to the send regions in; then a slot per transfer
+    // whose neighbour is this rank, for its own ghosts.
+    for (std::size_t r = 0; r < s.rounds.size(); ++r) {
+      auto& buffers = s.reverse_buffers[r];
+      State::free_requests(buffers);
+      const Round& round = s.rounds[r];
+      auto& slots = s.reverse_slots[r];
+      std::size_t send_bytes = 0, recv_bytes = 0;
+      for (std::size_t p = 0; p < s.peers[r].size(); ++p) {
+        const auto& peer = s.peers[r][p];
+        auto& layout = s.reverse_peers[r][p];
+        layout.send_offset = send_bytes;
+        layout.recv_offset = recv_bytes;
+        layout.send_bytes = layout.recv_bytes = 0;
+        for (const Transfer* t : peer.sends) layout.send_bytes += t->recv.cells() * bytes_per_cell;
+        for (const Transfer* t : peer.receives) {
+          slots[static_cast<std::size_t>(t - round.transfers.data())] = recv_bytes + layout.recv_bytes;
+          layout.recv_bytes += t->send.cells() * bytes_per_cell;
+        }
+        send_bytes += layout.send_bytes;
+        recv_bytes += layout.recv_bytes;
+      }
+      for (const auto& [owner, ghost] : s.self_copies[r]) {
+        slots[static_cast<std::size_t>(owner - round.transfers.data())] = recv_bytes;
+        recv_bytes += owner->send.cells() * bytes_per_cell;
+      }
+      buffers.send.assign(send_bytes, std::byte{});
+      buffers.recv.assign(recv_bytes, std::byte{});
+      const int tag = reverse_tag_base + static_cast<int>(r);
+      for (std::size_t p = 0; p < s.peers[r].size(); ++p) {
+        const auto& layout = s.reverse_peers[r][p];
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Recv_init(buffers.recv.data() + layout.recv_offset, checked_int(layout.recv_bytes, "a message"),
+                                MPI_BYTE, s.peers[r][p].rank, tag, s.comm.get(), &request),
+                  "MPI_Recv_init");
+        buffers.requests.push_back(request);
+      }
+      for (std::size_t p = 0; p < s.peers[r].size(); ++p) {
+        const auto& layout = s.reverse_peers[r][p];
+        MPI_Request request = MPI_REQUEST_NULL;
+        check_mpi(MPI_Send_init(buffers.send.data() + layout.send_offset, checked_int(layout.send_bytes, "a message"),
+                                MPI_BYTE, s.peers[r][p].rank, tag, s.comm.get(), &request),
+                  "MPI_Send_init");
+        buffers.requests.push_back(request);
+      }
+    }
+    s.reverse_signature = std::move(signature);
+  }
+  // Relayed partial sums land in ghost cells: keep what they held.
+  std::size_t relay_bytes = 0;
+  for (const Region& region : s.relays) relay_bytes += region.cells() * bytes_per_cell;
+  s.relay_saved.resize(relay_bytes);
+  std::byte* saved = s.relay_saved.data();
+  for (const Region& region : s.relays)
+    for (const ReverseView& view : s.reverse_fields) saved = copy_region<true>(*this, view.field, region, saved);
+  s.active = true;
+  s.reversing = true;
+  start_reverse_round(s.rounds.size() - 1);
+}
+
+void HaloPlan::start_reverse_round(std::size_t r) {
+  State& s = *state_;
+  const Round& round = s.rounds[r];
+  auto& buffers = s.reverse_buffers[r];
+  const auto& peers = s.peers[r];
+  const int tag = reverse_tag_base + static_cast<int>(r);
+  if (!peers.empty()) check_mpi(MPI_Startall(static_cast<int>(peers.size()), buffers.requests.data()), "MPI_Startall");
+  if (s.poisoned_by >= 0) {
+    for (const auto& peer : peers) {
+      MPI_Request request;
+      check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer.rank, tag, s.comm.get(), &request), "MPI_Isend");
+      s.empty_sends.push_back(request);
+    }
+    return;
+  }
+  for (std::size_t p = 0; p < peers.size(); ++p) {
+    std::byte* packed = buffers.send.data() + s.reverse_peers[r][p].send_offset;
+    for (const Transfer* t : peers[p].sends)
+      for (const ReverseView& view : s.reverse_fields) packed = copy_region<true>(*this, view.field, t->recv, packed);
+    check_mpi(MPI_Start(&buffers.requests[peers.size() + p]), "MPI_Start");
+  }
+  // This rank's own ghosts (periodic self-neighbours) packed like a message,
+  // so that they are combined in the same order as any other.
+  for (const auto& [owner, ghost] : s.self_copies[r]) {
+    std::byte* packed =
+        buffers.recv.data() + s.reverse_slots[r][static_cast<std::size_t>(owner - round.transfers.data())];
+    for (const ReverseView& view : s.reverse_fields) packed = copy_region<true>(*this, view.field, ghost->recv, packed);
+  }
+}
+
+void HaloPlan::complete_reverse_round(std::size_t r) {
+  State& s = *state_;
+  const Round& round = s.rounds[r];
+  auto& buffers = s.reverse_buffers[r];
+  const auto& peers = s.peers[r];
+  const int receives = static_cast<int>(peers.size());
+  s.statuses.resize(peers.size());
+  if (receives > 0) {
+    check_mpi(MPI_Waitall(receives, buffers.requests.data(), s.statuses.data()), "MPI_Waitall");
+    // A message shorter than the contributions it carries: a neighbour's
+    // news that an input was invalid.
+    for (std::size_t p = 0; p < peers.size(); ++p) {
+      int count = 0;
+      check_mpi(MPI_Get_count(&s.statuses[p], MPI_BYTE, &count), "MPI_Get_count");
+      if (static_cast<std::size_t>(count) != s.reverse_peers[r][p].recv_bytes && s.poisoned_by < 0)
+        s.poisoned_by = peers[p].rank;
+    }
+    check_mpi(MPI_Waitall(receives, buffers.requests.data() + receives, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  }
+  wait_empty_sends();
+  if (s.poisoned_by >= 0) return;  // all of a round or none of it
+  // The fixed order: transfers by ascending direction index, whatever rank
+  // holds the ghosts and whenever they arrived.
+  for (std::size_t i = 0; i < round.transfers.size(); ++i) {
+    const std::size_t slot = s.reverse_slots[r][i];
+    if (slot == std::numeric_limits<std::size_t>::max()) continue;
+    const std::byte* packed = buffers.recv.data() + slot;
+    for (const ReverseView& view : s.reverse_fields)
+      packed = combine_region(*this, view, round.transfers[i].send, packed);
+  }
+}
+
+void HaloPlan::reverse_finish() {
+  State& s = *state_;
+  if (!s.active) fail("HaloPlan::reverse_finish", "no reverse in progress: call reverse_begin() first");
+  if (!s.reversing) fail("HaloPlan::reverse_finish", "an exchange is in progress: call finish(), not reverse_finish()");
+  s.active = false;
+  s.reversing = false;
+  complete_reverse_round(s.rounds.size() - 1);
+  for (std::size_t r = s.rounds.size() - 1; r-- > 0;) {
+    start_reverse_round(r);
+    complete_reverse_round(r);
+  }
+  std::byte* saved = s.relay_saved.data();
+  for (const Region& region : s.relays)
+    for (const ReverseView& view : s.reverse_fields) saved = copy_region<false>(*this, view.field, region, saved);
+  if (s.poisoned_by >= 0)
+    fail("HaloPlan::reverse_finish",
+         fmt::format("neighbour rank {} sent no ghosts because the input of a rank to reverse_begin() was invalid "
+                     "(that rank or, with Stencil::faces, one whose ghosts it relays; its own error names it); "
+                     "owned cells hold the rounds combined before the news (Stencil::full: unchanged), ghosts are "
+                     "unchanged",
+                     s.poisoned_by));
 }
 
 int choose_depth(const CartesianGrid& grid, Stencil stencil, const DepthModel& model) {

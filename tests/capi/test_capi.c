@@ -8,6 +8,7 @@
  * The exit code is the maximum over the ranks. */
 #include <domex/domex.h>
 
+#include <math.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -233,6 +234,111 @@ static void test_halo(domex_comm* comm, int neighbours, int depth) {
   CHECK(halo == NULL);
 }
 
+/* Reverse sum of two double fields. Every cell with an owner starts as its
+ * global cell's value, ghosts included (beyond the non-periodic y boundary:
+ * -1). Afterwards an owned cell is that value times the number of copies of
+ * it on all ranks: per axis itself, plus the neighbour below when the cell is
+ * within depth of the lower side and that neighbour exists, the same above
+ * (the sums are exact). Ghosts are unchanged. */
+static void test_halo_reverse(domex_comm* comm, int neighbours, int depth) {
+  const size_t global[3] = {13, 10, 9};
+  const int dims[3] = {0, 0, 0}, periodic[3] = {1, 0, 1};
+  domex_halo* halo = NULL;
+  size_t local[3], offset[3], extent[3], cells, c;
+  double *a, *b, *a0, *b0;
+  long i, j, k;
+  int wrong = 0, below[3], above[3], axis;
+  OK(domex_halo_create(comm, global, dims, periodic, depth, neighbours, &halo));
+  if (!halo) return;
+  OK(domex_halo_local_cells(halo, local));
+  OK(domex_halo_offset(halo, offset));
+  OK(domex_halo_extent(halo, extent));
+  OK(domex_halo_cells(halo, &cells));
+  for (axis = 0; axis < 3; ++axis) {
+    int direction[3] = {0, 0, 0};
+    direction[axis] = -1;
+    OK(domex_halo_neighbour(halo, direction, &below[axis]));
+    direction[axis] = 1;
+    OK(domex_halo_neighbour(halo, direction, &above[axis]));
+  }
+  a = malloc(cells * sizeof *a);
+  b = malloc(cells * sizeof *b);
+  a0 = malloc(cells * sizeof *a0);
+  b0 = malloc(cells * sizeof *b0);
+  for (k = -depth; k < (long)local[2] + depth; ++k)
+    for (j = -depth; j < (long)local[1] + depth; ++j)
+      for (i = -depth; i < (long)local[0] + depth; ++i) {
+        const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+        const long x = (long)offset[0] + i, y = (long)offset[1] + j, z = (long)offset[2] + k;
+        const long wx = wrap(x, (long)global[0]), wz = wrap(z, (long)global[2]);
+        const int owned = y >= 0 && y < (long)global[1];
+        a0[at] = a[at] = owned ? value_at(wx, y, wz, 0) : -1.0;
+        b0[at] = b[at] = owned ? value_at(wx, y, wz, 1) : -1.0;
+      }
+  {
+    double* fields[2];
+    fields[0] = a;
+    fields[1] = b;
+    OK(domex_halo_reverse_sum_doubles(halo, 2, fields));
+  }
+  for (k = -depth; k < (long)local[2] + depth; ++k)
+    for (j = -depth; j < (long)local[1] + depth; ++j)
+      for (i = -depth; i < (long)local[0] + depth; ++i) {
+        const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+        const long cell[3] = {i, j, k};
+        double copies = 1.0;
+        int ghost = 0;
+        for (axis = 0; axis < 3; ++axis) {
+          ghost |= cell[axis] < 0 || cell[axis] >= (long)local[axis];
+          copies *= 1 + (cell[axis] < depth && below[axis] >= 0) +
+                    (cell[axis] >= (long)local[axis] - depth && above[axis] >= 0);
+        }
+        if (ghost) wrong |= a[at] != a0[at] || b[at] != b0[at];
+        else wrong |= a[at] != copies * a0[at] || b[at] != copies * b0[at];
+      }
+  CHECK(!wrong);
+  /* A NULL field on the last rank: an error there and on its neighbours; then
+   * the plan still works. */
+  {
+    double* fields[2];
+    int code;
+    fields[0] = a;
+    fields[1] = rank_ == size_ - 1 ? NULL : b;
+    code = domex_halo_reverse_sum_doubles(halo, 2, fields);
+    if (rank_ == size_ - 1)
+      CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "field 1 is NULL") != NULL);
+    else
+      CHECK(code == DOMEX_SUCCESS || (code == DOMEX_ERR_LIBRARY && strstr(domex_last_error(), "invalid") != NULL));
+    code = domex_halo_reverse_sum_doubles(halo, 0, fields); /* on every rank */
+    CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "field_count 0") != NULL);
+    /* Conservation: 1 in every cell with an owner, summed over the owned cells
+     * afterwards, is the number of such cells on all ranks, ghosts included. */
+    {
+      double counts[2] = {0.0, 0.0};
+      for (c = 0; c < cells; ++c) a[c] = b[c] = 1.0;
+      fields[1] = b;
+      OK(domex_halo_reverse_sum_doubles(halo, 2, fields));
+      for (k = -depth; k < (long)local[2] + depth; ++k)
+        for (j = -depth; j < (long)local[1] + depth; ++j)
+          for (i = -depth; i < (long)local[0] + depth; ++i) {
+            const size_t at = (size_t)(i + depth) + extent[0] * ((size_t)(j + depth) + extent[1] * (size_t)(k + depth));
+            const long y = (long)offset[1] + j;
+            const int owned =
+                i >= 0 && i < (long)local[0] && j >= 0 && j < (long)local[1] && k >= 0 && k < (long)local[2];
+            counts[0] += y >= 0 && y < (long)global[1] ? 1.0 : 0.0;
+            counts[1] += owned ? a[at] : 0.0;
+          }
+      MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      CHECK(counts[0] == counts[1]);
+    }
+  }
+  free(a);
+  free(b);
+  free(a0);
+  free(b0);
+  OK(domex_halo_free(&halo));
+}
+
 static void test_halo_errors(domex_comm* comm) {
   const size_t global[3] = {8, 8, 8};
   const int periodic[3] = {1, 1, 1};
@@ -402,6 +508,363 @@ static void test_migrate(domex_comm* comm, const char* algorithm) {
   OK(domex_multisection_free(&soa));
 }
 
+/* ---- ghost particles ---------------------------------------------------- */
+
+/* The domains of every rank as boxes (one per rank for a multisection, the
+ * buckets for a bucket decomposition), for the brute force below. */
+typedef struct {
+  int count;
+  double lo[64][3], hi[64][3];
+  int rank[64];
+} Pieces;
+
+static double squared_box_distance(const double p[3], const double lo[3], const double hi[3]) {
+  double sum = 0;
+  int a;
+  for (a = 0; a < 3; ++a) {
+    const double d = p[a] < lo[a] ? lo[a] - p[a] : p[a] > hi[a] ? p[a] - hi[a] : 0.0;
+    sum += d * d;
+  }
+  return sum;
+}
+
+/* Is q within `cutoff` of rank r's domain? */
+static int near_domain(const Pieces* pieces, int r, const double q[3], double cutoff) {
+  int b;
+  for (b = 0; b < pieces->count; ++b)
+    if (pieces->rank[b] == r && squared_box_distance(q, pieces->lo[b], pieces->hi[b]) <= cutoff * cutoff) return 1;
+  return 0;
+}
+
+/* The 3 x 3 x 3 images of p (periodic on x and y only: the z images are
+ * skipped) of a unit box; image 13 is p itself. */
+static int image_of(const double p[3], int image, double q[3]) {
+  const int s[3] = {image % 3 - 1, image / 3 % 3 - 1, image / 9 - 1};
+  int a;
+  if (s[2] != 0) return 0;
+  for (a = 0; a < 3; ++a) q[a] = p[a] + s[a];
+  return 1;
+}
+
+/* A ghost plan against brute force over every particle of every rank and
+ * every image ((id, shifted position) sets equal), its ghost values after an
+ * update (doubles, raw int64 ids, interleaved positions with their shift,
+ * separate x, y, z), and the reverse sum of ghost counts. `all` holds every
+ * rank's particles (rank r owns those with id % size == r, in id order);
+ * positions in [0, 1)^3, periodic on x and y; `pieces` every rank's domain. */
+static void check_ghost_plan(domex_ghost* ghost, const Pieces* pieces, const Particle* all, int total,
+                             double cutoff) {
+  size_t local = 0, ghosts = 0, entries = 0, g, i, n_sources = 0;
+  const double* ghost_x = NULL;
+  const int* sources = NULL;
+  const size_t* source_offsets = NULL;
+  int n, image, wrong = 0, matched = 0, expected = 0;
+  double *value, *count, *x, *y, *z, (*xyz)[3];
+  int64_t* id;
+  char* used;
+  OK(domex_ghost_local_count(ghost, &local));
+  OK(domex_ghost_count(ghost, &ghosts));
+  OK(domex_ghost_size(ghost, &entries));
+  OK(domex_ghost_positions(ghost, &ghost_x));
+  OK(domex_ghost_sources(ghost, &n_sources, &sources, &source_offsets));
+  CHECK(entries == local + ghosts);
+  CHECK(n_sources == 0 || source_offsets[n_sources] == ghosts);
+  for (i = 0; i < n_sources; ++i)
+    CHECK(sources[i] >= 0 && sources[i] < size_ && (i == 0 || sources[i - 1] < sources[i]));
+  value = malloc((entries + 1) * sizeof *value);
+  count = malloc((entries + 1) * sizeof *count);
+  x = malloc((entries + 1) * sizeof *x);
+  y = malloc((entries + 1) * sizeof *y);
+  z = malloc((entries + 1) * sizeof *z);
+  xyz = malloc((entries + 1) * sizeof *xyz);
+  id = malloc((entries + 1) * sizeof *id);
+  used = calloc(ghosts + 1, 1);
+  /* Owned entries: this rank's particles in id order. */
+  for (n = 0, i = 0; n < total; ++n) {
+    if (n % size_ != rank_) continue;
+    value[i] = 0.5 * (double)all[n].id;
+    id[i] = all[n].id;
+    memcpy(xyz[i], all[n].position, sizeof xyz[i]);
+    x[i] = all[n].position[0];
+    y[i] = all[n].position[1];
+    z[i] = all[n].position[2];
+    ++i;
+  }
+  CHECK(i == local);
+  for (g = local; g < entries; ++g) {
+    value[g] = x[g] = y[g] = z[g] = -1.0;
+    id[g] = -1;
+    xyz[g][0] = xyz[g][1] = xyz[g][2] = -1.0;
+  }
+  {
+    void* fields[3];
+    const size_t sizes[3] = {sizeof(double), sizeof(int64_t), sizeof(double[3])};
+    const ptrdiff_t shifts[3] = {-1, -1, 0};
+    fields[0] = value;
+    fields[1] = id;
+    fields[2] = xyz;
+    OK(domex_ghost_update(ghost, 3, fields, sizes, shifts));
+    OK(domex_ghost_update_positions(ghost, x, y, z, sizeof(double)));
+  }
+  /* Every ghost is a distinct (id, image) of the brute force, with its values. */
+  for (g = 0; g < ghosts; ++g) {
+    const double* q = ghost_x + 3 * g;
+    const size_t e = local + g;
+    wrong |= id[e] < 0 || id[e] >= total || value[e] != 0.5 * (double)id[e];
+    wrong |= memcmp(xyz[e], q, sizeof xyz[e]) != 0 || x[e] != q[0] || y[e] != q[1] || z[e] != q[2];
+    if (id[e] < 0 || id[e] >= total) continue;
+    for (image = 0; image < 27; ++image) {
+      double p[3];
+      if (!image_of(all[id[e]].position, image, p)) continue;
+      if (fabs(p[0] - q[0]) < 1e-12 && fabs(p[1] - q[1]) < 1e-12 && p[2] == q[2]) break;
+    }
+    wrong |= image == 27;
+  }
+  CHECK(!wrong);
+  /* Brute force: as many ghosts as (particle, image) pairs within the cutoff,
+   * own particles unshifted excluded; with the distinct matches above, the
+   * sets are equal. */
+  for (n = 0; n < total; ++n)
+    for (image = 0; image < 27; ++image) {
+      double q[3];
+      if (!image_of(all[n].position, image, q) || (n % size_ == rank_ && image == 13)) continue;
+      if (near_domain(pieces, rank_, q, cutoff)) {
+        ++expected;
+        for (g = 0; g < ghosts; ++g)
+          if (!used[g] && id[local + g] == all[n].id && fabs(ghost_x[3 * g] - q[0]) < 1e-12 &&
+              fabs(ghost_x[3 * g + 1] - q[1]) < 1e-12 && ghost_x[3 * g + 2] == q[2]) {
+            used[g] = 1;
+            ++matched;
+            break;
+          }
+      }
+    }
+  CHECK((size_t)expected == ghosts);
+  CHECK(matched == expected);
+
+  /* Reverse sum: every ghost entry 1, owned 0: each owner gets the number of
+   * (rank, image) copies of its particle; a second field adds 2 per copy. */
+  for (g = 0; g < entries; ++g) {
+    count[g] = g < local ? 0.0 : 1.0;
+    value[g] = g < local ? 100.0 : 2.0;
+  }
+  {
+    double* fields[2];
+    fields[0] = count;
+    fields[1] = value;
+    OK(domex_ghost_reverse_sum_doubles(ghost, 2, fields));
+  }
+  wrong = 0;
+  for (n = 0, i = 0; n < total; ++n) {
+    int copies = 0, r;
+    if (n % size_ != rank_) continue;
+    for (r = 0; r < size_; ++r)
+      for (image = 0; image < 27; ++image) {
+        double q[3];
+        if (!image_of(all[n].position, image, q) || (r == rank_ && image == 13)) continue;
+        copies += near_domain(pieces, r, q, cutoff);
+      }
+    wrong |= count[i] != (double)copies || value[i] != 100.0 + 2.0 * copies;
+    ++i;
+  }
+  for (g = local; g < entries; ++g) wrong |= count[g] != 1.0 || value[g] != 2.0; /* ghosts left as they were */
+  CHECK(!wrong);
+
+  free(value);
+  free(count);
+  free(x);
+  free(y);
+  free(z);
+  free(xyz);
+  free(id);
+  free(used);
+}
+
+/* Every rank's particles: id n at a hashed position in [0, 1)^3, owned by rank n % size. */
+static Particle* ghost_particles(int total) {
+  Particle* all = malloc((size_t)total * sizeof *all);
+  uint64_t state = 2026;
+  int n;
+  for (n = 0; n < total; ++n) {
+    const double u = uniform(&state);
+    all[n].position[0] = u * u; /* clustered towards x = 0 */
+    all[n].position[1] = uniform(&state);
+    all[n].position[2] = uniform(&state);
+    all[n].id = n;
+  }
+  return all;
+}
+
+/* This rank's particles' x, y, z (ids n % size == rank, ascending). */
+static size_t owned_positions(const Particle* all, int total, double* x, double* y, double* z) {
+  size_t i = 0;
+  int n;
+  for (n = rank_; n < total; n += size_) {
+    x[i] = all[n].position[0];
+    y[i] = all[n].position[1];
+    z[i] = all[n].position[2];
+    ++i;
+  }
+  return i;
+}
+
+static void test_ghost(domex_comm* comm) {
+  const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+  const int periodic[3] = {1, 1, 0}, bucket_counts[3] = {4, 4, 3};
+  const int total = 60 * size_;
+  Particle* all = ghost_particles(total);
+  double *x = malloc((size_t)total * sizeof *x), *y = malloc((size_t)total * sizeof *y),
+         *z = malloc((size_t)total * sizeof *z);
+  const size_t count = owned_positions(all, total, x, y, z);
+  static Pieces pieces;
+  domex_multisection* multisection = NULL;
+  domex_buckets* buckets = NULL;
+  domex_ghost* ghost = NULL;
+  double cutoff;
+  int r, b;
+
+  /* Multisection: one box per rank; cutoffs within one domain and over two. */
+  OK(domex_multisection_create(comm, lo, hi, NULL, periodic, 0.0, &multisection));
+  OK(domex_multisection_rebalance(multisection, count, x, y, z, sizeof(double), NULL));
+  pieces.count = size_;
+  for (r = 0; r < size_; ++r) {
+    OK(domex_multisection_box(multisection, r, pieces.lo[r], pieces.hi[r]));
+    pieces.rank[r] = r;
+  }
+  for (cutoff = 0.1; cutoff < 0.5; cutoff += 0.3) {
+    OK(domex_ghost_create_multisection(comm, multisection, count, x, y, z, sizeof(double), cutoff, &ghost));
+    if (ghost) check_ghost_plan(ghost, &pieces, all, total, cutoff);
+    OK(domex_ghost_free(&ghost));
+    CHECK(ghost == NULL);
+  }
+
+  /* Buckets: the union of a rank's buckets, owners found through the C API. */
+  OK(domex_buckets_create(comm, lo, hi, bucket_counts, periodic, &buckets));
+  OK(domex_buckets_rebalance(buckets, count, x, y, z, sizeof(double), NULL));
+  pieces.count = bucket_counts[0] * bucket_counts[1] * bucket_counts[2];
+  for (b = 0; b < pieces.count; ++b) {
+    const int index[3] = {b % bucket_counts[0], b / bucket_counts[0] % bucket_counts[1],
+                          b / (bucket_counts[0] * bucket_counts[1])};
+    double centre[3];
+    int a;
+    for (a = 0; a < 3; ++a) {
+      pieces.lo[b][a] = lo[a] + (hi[a] - lo[a]) * index[a] / bucket_counts[a];
+      pieces.hi[b][a] = lo[a] + (hi[a] - lo[a]) * (index[a] + 1) / bucket_counts[a];
+      centre[a] = 0.5 * (pieces.lo[b][a] + pieces.hi[b][a]);
+    }
+    OK(domex_buckets_owner(buckets, centre, &pieces.rank[b]));
+  }
+  OK(domex_ghost_create_buckets(comm, buckets, count, x, y, z, sizeof(double), 0.2, &ghost));
+  if (ghost) check_ghost_plan(ghost, &pieces, all, total, 0.2);
+
+  /* Rebuild after a drift (positions wrapped back into the box by hand). */
+  {
+    int n;
+    for (n = 0; n < total; ++n) all[n].position[0] = fmod(all[n].position[0] + 0.37, 1.0);
+    owned_positions(all, total, x, y, z);
+    OK(domex_ghost_rebuild(ghost, count, x, y, z, sizeof(double)));
+    if (ghost) check_ghost_plan(ghost, &pieces, all, total, 0.2);
+  }
+  OK(domex_ghost_free(&ghost));
+  OK(domex_buckets_free(&buckets));
+  OK(domex_multisection_free(&multisection));
+  free(all);
+  free(x);
+  free(y);
+  free(z);
+}
+
+static void test_ghost_errors(domex_comm* comm) {
+  const double lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
+  const int periodic[3] = {1, 1, 1}, bucket_counts[3] = {4, 4, 4};
+  double x[3] = {0.1, 0.5, 0.9}, y[3] = {0.5, 0.5, 0.5}, z[3] = {0.2, 0.4, 0.6};
+  domex_buckets* buckets = NULL;
+  domex_ghost *ghost = NULL, *none = NULL;
+  size_t entries = 0, local = 0;
+  double *field, *fields[2];
+  int code;
+
+  OK(domex_buckets_create(comm, lo, hi, bucket_counts, periodic, &buckets));
+  if (!buckets) return;
+  {
+    const int bad[3] = {4, rank_ == size_ - 1 ? 0 : 4, 4};
+    domex_buckets* no_buckets = NULL;
+    CHECK(domex_buckets_create(comm, lo, hi, bad, periodic, &no_buckets) == DOMEX_ERR_ARGUMENT);
+    CHECK(no_buckets == NULL && strstr(domex_last_error(), "below 1") != NULL);
+  }
+  /* Cutoffs: over half the period on rank 0, NaN everywhere, different per rank. */
+  code = domex_ghost_create_buckets(comm, buckets, 3, x, y, z, sizeof(double), rank_ == 0 ? 0.6 : 0.2, &none);
+  CHECK(code == DOMEX_ERR_LIBRARY && none == NULL && strstr(domex_last_error(), "half the periodic length") != NULL);
+  CHECK(domex_ghost_create_buckets(comm, buckets, 3, x, y, z, sizeof(double), NAN, &none) ==
+        DOMEX_ERR_LIBRARY);
+  if (size_ > 1) {
+    code = domex_ghost_create_buckets(comm, buckets, 3, x, y, z, sizeof(double), 0.1 + 0.01 * rank_, &none);
+    CHECK(code == DOMEX_ERR_LIBRARY && strstr(domex_last_error(), "different cutoffs") != NULL);
+  }
+  /* A NaN position and a NULL array: on every rank. */
+  x[1] = rank_ == size_ - 1 ? NAN : 0.5;
+  CHECK(domex_ghost_create_buckets(comm, buckets, 3, x, y, z, sizeof(double), 0.2, &none) == DOMEX_ERR_LIBRARY);
+  CHECK(none == NULL && strstr(domex_last_error(), "NaN") != NULL);
+  x[1] = 0.5;
+  CHECK(domex_ghost_create_buckets(comm, buckets, 3, x, rank_ == 0 ? NULL : y, z, sizeof(double), 0.2, &none) ==
+        DOMEX_ERR_ARGUMENT);
+  CHECK(none == NULL && strstr(domex_last_error(), "rank 0") != NULL);
+  CHECK(domex_ghost_create_buckets(NULL, buckets, 3, x, y, z, sizeof(double), 0.2, &none) == DOMEX_ERR_NULL);
+  CHECK(domex_ghost_create_multisection(comm, NULL, 3, x, y, z, sizeof(double), 0.2, &none) == DOMEX_ERR_NULL);
+
+  OK(domex_ghost_create_buckets(comm, buckets, 3, x, y, z, sizeof(double), 0.2, &ghost));
+  if (!ghost) return;
+  OK(domex_ghost_size(ghost, &entries));
+  OK(domex_ghost_local_count(ghost, &local));
+  CHECK(local == 3 && entries >= 3);
+  field = malloc(entries * sizeof *field);
+  {
+    size_t i;
+    for (i = 0; i < entries; ++i) field[i] = i < local ? 1.0 : -1.0;
+  }
+  /* A NULL field on rank 0: an argument error there, the library's error
+   * naming rank 0 elsewhere; no ghost changed; then the plan still works. */
+  fields[0] = field;
+  fields[1] = rank_ == 0 ? NULL : field;
+  code = domex_ghost_update_doubles(ghost, 2, fields);
+  if (rank_ == 0) CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "field 1 is NULL") != NULL);
+  else CHECK(code == DOMEX_ERR_LIBRARY && strstr(domex_last_error(), "rank 0") != NULL);
+  CHECK(entries == local || field[entries - 1] == -1.0);
+  code = domex_ghost_reverse_sum_doubles(ghost, rank_ == size_ - 1 ? 0 : 1, fields);
+  CHECK(code != DOMEX_SUCCESS);
+  if (rank_ == size_ - 1) CHECK(strstr(domex_last_error(), "field_count 0") != NULL);
+  {
+    const size_t sizes[1] = {sizeof(double)};
+    const ptrdiff_t bad_offset[1] = {rank_ == 0 ? 1 : -1};
+    void* raw[1];
+    raw[0] = field;
+    code = domex_ghost_update(ghost, 1, raw, sizes, bad_offset);
+    CHECK(code != DOMEX_SUCCESS);
+    if (rank_ == 0) CHECK(code == DOMEX_ERR_ARGUMENT && strstr(domex_last_error(), "position offset 1") != NULL);
+    CHECK(domex_ghost_update(ghost, 1, raw, NULL, NULL) != DOMEX_SUCCESS);
+  }
+  CHECK(domex_ghost_update_positions(ghost, x, y, z, rank_ == 0 ? 3 : sizeof(double)) != DOMEX_SUCCESS);
+  OK(domex_ghost_update_doubles(ghost, 1, fields));
+  {
+    size_t i;
+    for (i = local; i < entries; ++i) CHECK(field[i] == 1.0);
+  }
+  /* A failed rebuild leaves the plan as it was. */
+  x[0] = rank_ == 0 ? NAN : 0.1;
+  CHECK(domex_ghost_rebuild(ghost, 3, x, y, z, sizeof(double)) == DOMEX_ERR_LIBRARY);
+  {
+    size_t after = 0;
+    OK(domex_ghost_size(ghost, &after));
+    CHECK(after == entries);
+  }
+  CHECK(domex_ghost_size(NULL, &entries) == DOMEX_ERR_NULL);
+  CHECK(domex_ghost_positions(ghost, NULL) == DOMEX_ERR_NULL);
+  free(field);
+  OK(domex_ghost_free(&ghost));
+  OK(domex_ghost_free(&ghost)); /* NULL accepted */
+  OK(domex_buckets_free(&buckets));
+}
+
 /* ---- profile ------------------------------------------------------------ */
 
 static void test_profile(domex_comm* comm) {
@@ -462,10 +925,15 @@ int main(int argc, char** argv) {
     test_halo(comm, 26, 1);
     test_halo(comm, 26, 2);
     test_halo(comm, 6, 2);
+    test_halo_reverse(comm, 26, 1);
+    test_halo_reverse(comm, 26, 2);
+    test_halo_reverse(comm, 6, 2);
     test_halo_errors(comm);
     test_migrate(comm, "automatic");
     test_migrate(comm, "nbx");
     test_profile(comm);
+    test_ghost(comm);
+    test_ghost_errors(comm);
     OK(domex_comm_free(&comm));
   }
 

@@ -4,8 +4,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -313,6 +318,568 @@ TEST(HaloPlan, OneRanksBadFieldIsAnErrorOnItAndOnEveryRankThatNeedsItsGhosts) {
           EXPECT_EQ(wrong_cells(plan, g), 0);
         }
       }
+}
+
+// ---- reverse: ghosts -> owners ------------------------------------------
+//
+// The references below hold the arrays of every rank of the decomposition in
+// this one process and fold the ghosts in serially, from the grid's shape
+// alone (CartesianGrid::block), never from the plan.
+
+using Cell = std::array<long, 3>;
+
+/// One rank's box: its coordinates, first global cell and cells per axis.
+struct RankBox {
+  std::array<int, 3> coords{};
+  Cell first{}, size{};
+};
+
+struct World {
+  const domex::CartesianGrid* grid = nullptr;
+  long depth = 1;
+  std::vector<RankBox> boxes;  ///< by linear coordinates (x fastest), not by MPI rank
+  std::array<int, 3> dims{};
+  [[nodiscard]] std::size_t extent(const RankBox& b, int a) const {
+    return static_cast<std::size_t>(b.size[a] + 2 * depth);
+  }
+  [[nodiscard]] std::size_t cells(const RankBox& b) const { return extent(b, 0) * extent(b, 1) * extent(b, 2); }
+  [[nodiscard]] std::size_t index(const RankBox& b, Cell c) const {
+    return static_cast<std::size_t>(c[0] + depth) +
+           extent(b, 0) *
+               (static_cast<std::size_t>(c[1] + depth) + extent(b, 1) * static_cast<std::size_t>(c[2] + depth));
+  }
+  /// The box at coords + direction (wrapped on periodic axes), or -1.
+  [[nodiscard]] long neighbour(const RankBox& b, std::array<int, 3> direction) const {
+    std::array<int, 3> c{};
+    for (int a = 0; a < 3; ++a) {
+      c[a] = b.coords[a] + direction[a];
+      if (c[a] < 0 || c[a] >= dims[a]) {
+        if (!grid->periodic()[a]) return -1;
+        c[a] = (c[a] + dims[a]) % dims[a];
+      }
+    }
+    return c[0] + dims[0] * (c[1] + dims[1] * c[2]);
+  }
+  [[nodiscard]] const RankBox& mine() const {
+    const auto c = grid->coords();
+    return boxes[static_cast<std::size_t>(c[0] + dims[0] * (c[1] + dims[1] * c[2]))];
+  }
+};
+
+World world_of(const domex::CartesianGrid& grid, int depth) {
+  World w{&grid, depth, {}, grid.dims()};
+  for (int z = 0; z < w.dims[2]; ++z)
+    for (int y = 0; y < w.dims[1]; ++y)
+      for (int x = 0; x < w.dims[0]; ++x) {
+        RankBox b{{x, y, z}, {}, {}};
+        for (int a = 0; a < 3; ++a) {
+          const auto [first, count] = domex::CartesianGrid::block(grid.global_cells()[a], w.dims[a], b.coords[a]);
+          b.first[a] = static_cast<long>(first);
+          b.size[a] = static_cast<long>(count);
+        }
+        w.boxes.push_back(b);
+      }
+  return w;
+}
+
+/// Calls f(cell, direction) for every cell of a box with ghosts; direction:
+/// per axis -1 / 1 below / above the owned cells, 0 inside.
+template <class F>
+void for_each_cell(const World& w, const RankBox& b, F&& f) {
+  for (long k = -w.depth; k < b.size[2] + w.depth; ++k)
+    for (long j = -w.depth; j < b.size[1] + w.depth; ++j)
+      for (long i = -w.depth; i < b.size[0] + w.depth; ++i) {
+        const Cell c{i, j, k};
+        std::array<int, 3> direction{};
+        for (int a = 0; a < 3; ++a) direction[a] = c[a] < 0 ? -1 : c[a] >= b.size[a] ? 1 : 0;
+        f(c, direction);
+      }
+}
+
+/// The global cell of local cell c of box b, wrapped; false where it lies
+/// outside a non-periodic boundary (no owner). `crossing`: per axis whether
+/// the unwrapped cell is outside the global grid.
+bool global_cell(const World& w, const RankBox& b, Cell c, Cell& global, std::array<bool, 3>& crossing) {
+  for (int a = 0; a < 3; ++a) {
+    const auto size = static_cast<long>(w.grid->global_cells()[a]);
+    long g = b.first[a] + c[a];
+    crossing[a] = g < 0 || g >= size;
+    if (crossing[a]) {
+      if (!w.grid->periodic()[a]) return false;
+      g = (g % size + size) % size;
+    }
+    global[a] = g;
+  }
+  return true;
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// A value of one (global cell, ghost direction, field, component):
+/// integer-valued, or any double of a wide range of magnitudes (so that the
+/// order of a sum shows in its bits).
+double value_of(const World& w, Cell global, std::array<int, 3> direction, int field, bool integers) {
+  const auto& n = w.grid->global_cells();
+  const auto id = static_cast<std::uint64_t>(global[0] + static_cast<long>(n[0]) *
+                                                             (global[1] + static_cast<long>(n[1]) * global[2]));
+  const auto d = static_cast<std::uint64_t>((direction[2] + 1) * 9 + (direction[1] + 1) * 3 + direction[0] + 1);
+  const std::uint64_t h = mix(id * 64 + d + 4096 * static_cast<std::uint64_t>(field) + 20261125);
+  if (integers) return static_cast<double>(static_cast<long>(h % 2001) - 1000);
+  const double mantissa = 1.0 + static_cast<double>(h % 1000003) / 1000003.0;
+  const double sign = (h >> 40) & 1 ? -1.0 : 1.0;
+  return sign * std::ldexp(mantissa, static_cast<int>((h >> 20) % 40) - 20);
+}
+
+constexpr double no_owner = -12345.0;  ///< cells outside a non-periodic boundary
+
+using Triple = std::array<double, 3>;
+
+template <class T>
+T element_of(const World& w, Cell global, std::array<int, 3> direction, int field, bool integers) {
+  if constexpr (std::is_same_v<T, Triple>) {
+    return {value_of(w, global, direction, 3 * field, integers),
+            value_of(w, global, direction, 3 * field + 1, integers),
+            value_of(w, global, direction, 3 * field + 2, integers)};
+  } else {
+    return static_cast<T>(value_of(w, global, direction, field, integers));
+  }
+}
+
+template <class T>
+T no_owner_value() {
+  if constexpr (std::is_same_v<T, Triple>)
+    return {no_owner, no_owner, no_owner};
+  else
+    return static_cast<T>(no_owner);
+}
+
+/// Every cell of box b: its global cell's value for its direction (owned
+/// cells: direction 0), no_owner outside a non-periodic boundary. With
+/// `internal_zero`, ghosts at internal rank boundaries (outside the box on an
+/// axis where they are inside the global grid) hold 0.
+template <class T>
+std::vector<T> filled_box(const World& w, const RankBox& b, int field, bool integers, bool internal_zero = false) {
+  std::vector<T> values(w.cells(b));
+  for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
+    Cell global{};
+    std::array<bool, 3> crossing{};
+    T& v = values[w.index(b, c)];
+    if (!global_cell(w, b, c, global, crossing)) {
+      v = no_owner_value<T>();
+      return;
+    }
+    bool internal = false;
+    for (int a = 0; a < 3; ++a) internal = internal || (direction[a] != 0 && !crossing[a]);
+    v = internal_zero && internal ? T{} : element_of<T>(w, global, direction, field, integers);
+  });
+  return values;
+}
+
+/// The promised order, run serially over every rank's array: Stencil::full,
+/// one round of the 26 directions in ascending index (descending: the wrong
+/// order, to show the test would see it); Stencil::faces, rounds z, y, x of
+/// (lower, upper), each adding into the ghost layers of the earlier axes.
+template <class T, class Op>
+std::vector<std::vector<T>> reference_reverse(const World& w, std::vector<std::vector<T>> arrays, Stencil stencil,
+                                              const Op& op, bool descending = false) {
+  std::vector<std::pair<int, std::vector<std::array<int, 3>>>> rounds;  // (relayed axes below, directions)
+  if (stencil == Stencil::full) {
+    std::vector<std::array<int, 3>> directions;
+    for (int dz = -1; dz <= 1; ++dz)
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx)
+          if (dx || dy || dz) directions.push_back({dx, dy, dz});
+    if (descending) std::reverse(directions.begin(), directions.end());
+    rounds.emplace_back(0, directions);
+  } else {
+    for (int a = 2; a >= 0; --a) {
+      std::array<int, 3> down{}, up{};
+      down[a] = -1;
+      up[a] = 1;
+      rounds.emplace_back(a, std::vector<std::array<int, 3>>{down, up});
+    }
+  }
+  for (const auto& [relayed_below, directions] : rounds)
+    for (const RankBox& q : w.boxes)
+      for (const auto& d : directions) {
+        const long p = w.neighbour(q, d);
+        if (p < 0) continue;
+        const RankBox& from = w.boxes[static_cast<std::size_t>(p)];
+        Cell begin{}, end{};
+        for (int a = 0; a < 3; ++a) {
+          if (d[a] < 0)
+            begin[a] = 0, end[a] = w.depth;
+          else if (d[a] > 0)
+            begin[a] = q.size[a] - w.depth, end[a] = q.size[a];
+          else {
+            std::array<int, 3> low{}, high{};
+            low[a] = -1;
+            high[a] = 1;
+            const bool relayed = stencil == Stencil::faces && a < relayed_below;
+            begin[a] = relayed && w.neighbour(q, low) >= 0 ? -w.depth : 0;
+            end[a] = relayed && w.neighbour(q, high) >= 0 ? q.size[a] + w.depth : q.size[a];
+          }
+        }
+        auto& target = arrays[static_cast<std::size_t>(&q - w.boxes.data())];
+        const auto& source = arrays[static_cast<std::size_t>(p)];
+        for (long k = begin[2]; k < end[2]; ++k)
+          for (long j = begin[1]; j < end[1]; ++j)
+            for (long i = begin[0]; i < end[0]; ++i) {
+              const Cell c{i, j, k};
+              Cell image = c;
+              for (int a = 0; a < 3; ++a)
+                if (d[a] > 0)
+                  image[a] = c[a] - q.size[a];
+                else if (d[a] < 0)
+                  image[a] = c[a] + from.size[a];
+              op(target[w.index(q, c)], source[w.index(from, image)]);
+            }
+      }
+  return arrays;
+}
+
+/// Cells of this rank's array that differ from `expected` (owned cells) or
+/// from `before` (ghosts: a reverse leaves them unchanged), bitwise.
+template <class T>
+long long wrong_after_reverse(const World& w, const std::vector<T>& field, const std::vector<T>& expected,
+                              const std::vector<T>& before) {
+  long long wrong = 0;
+  const RankBox& b = w.mine();
+  for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
+    const std::size_t at = w.index(b, c);
+    const bool owned = direction == std::array<int, 3>{0, 0, 0};
+    wrong += std::memcmp(&field[at], owned ? &expected[at] : &before[at], sizeof(T)) == 0 ? 0 : 1;
+  });
+  return wrong;
+}
+
+template <class T>
+std::vector<std::vector<T>> filled_world(const World& w, int field, bool integers, bool internal_zero = false) {
+  std::vector<std::vector<T>> arrays;
+  for (const RankBox& b : w.boxes) arrays.push_back(filled_box<T>(w, b, field, integers, internal_zero));
+  return arrays;
+}
+
+std::size_t my_box(const World& w) { return static_cast<std::size_t>(&w.mine() - w.boxes.data()); }
+
+/// reverse_sum() of a double, a float and a std::array<double, 3> field
+/// (and, with integers, an int32 one) against the serial reference, bitwise,
+/// ghosts unchanged; with integers also against an order-free brute force
+/// over the global grid. Returns the cells where the wrong order (Stencil::full,
+/// any doubles) would give other bits.
+long long check_reverse_sum(const domex::CartesianGrid& grid, Stencil stencil, int depth, bool integers) {
+  const domex::detail::GhostSum sum;
+  const auto cells = grid.global_cells();
+  domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
+  const World w = world_of(grid, depth);
+  EXPECT_EQ(w.cells(w.mine()), plan.cells());
+  if (w.cells(w.mine()) != plan.cells()) return 0;
+  const auto d0 = filled_world<double>(w, 0, integers);
+  const auto f0 = filled_world<float>(w, 1, integers);
+  const auto t0 = filled_world<Triple>(w, 2, integers);
+  const auto i0 = filled_world<std::int32_t>(w, 4, true);
+  const std::size_t me = my_box(w);
+  auto d = d0[me];
+  auto f = f0[me];
+  auto t = t0[me];
+  auto i = i0[me];
+  if (integers) plan.reverse_sum(d, f, t, i);
+  else plan.reverse_sum(d, f, t);
+  EXPECT_EQ(wrong_after_reverse(w, d, reference_reverse(w, d0, stencil, sum)[me], d0[me]), 0);
+  EXPECT_EQ(wrong_after_reverse(w, f, reference_reverse(w, f0, stencil, sum)[me], f0[me]), 0);
+  EXPECT_EQ(wrong_after_reverse(w, t, reference_reverse(w, t0, stencil, sum)[me], t0[me]), 0);
+  long long order_visible = 0;
+  if (integers) {
+    EXPECT_EQ(wrong_after_reverse(w, i, reference_reverse(w, i0, stencil, sum)[me], i0[me]), 0);
+    // Exact sums: whatever the order, every owned cell is its value plus
+    // every ghost of it on every rank (brute force over the global grid),
+    // for both stencils alike.
+    const auto global_index = [&](Cell g) {
+      return static_cast<std::size_t>(g[0]) +
+             cells[0] * (static_cast<std::size_t>(g[1]) + cells[1] * static_cast<std::size_t>(g[2]));
+    };
+    std::vector<double> total(cells[0] * cells[1] * cells[2], 0.0);
+    for (const RankBox& b : w.boxes)
+      for_each_cell(w, b, [&](Cell c, std::array<int, 3>) {
+        Cell g{};
+        std::array<bool, 3> crossing{};
+        if (global_cell(w, b, c, g, crossing))
+          total[global_index(g)] += d0[static_cast<std::size_t>(&b - w.boxes.data())][w.index(b, c)];
+      });
+    long long right = 0;
+    const RankBox& b = w.mine();
+    for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
+      if (direction != std::array<int, 3>{0, 0, 0}) return;
+      right += d[w.index(b, c)] == total[global_index({b.first[0] + c[0], b.first[1] + c[1], b.first[2] + c[2]})];
+    });
+    EXPECT_EQ(right, static_cast<long long>(grid.owned_cells())) << "against the order-free brute force";
+  } else if (stencil == Stencil::full) {
+    order_visible = wrong_after_reverse(w, d, reference_reverse(w, d0, stencil, sum, true)[me], d0[me]);
+  }
+  // Again with the same plan (persistent requests reused): the same bits.
+  auto again = d0[me];
+  plan.reverse_sum(again);
+  EXPECT_EQ(std::memcmp(again.data(), d.data(), d.size() * sizeof(double)), 0);
+  return order_visible;
+}
+
+TEST(HaloPlanReverse, SumIsTheSerialSumInTheFixedOrder) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto p = static_cast<std::size_t>(comm.size());
+  const std::array<bool, 3> periodic_cases[] = {{false, false, false}, {true, true, true}, {true, false, true}};
+  long long order_visible = 0;  // cells where the wrong order gives other bits
+  int cases = 0;
+  for (std::array<int, 3> dims : {std::array<int, 3>{0, 0, 0}, {comm.size(), 1, 1}, {1, 1, comm.size()}})
+    for (const auto& periodic : periodic_cases) {
+      const std::array<std::size_t, 3> cells{dims[0] == comm.size() ? 3 * p + 1 : 11, 10,
+                                             dims[2] == comm.size() ? 3 * p + 2 : 9};
+      domex::CartesianGrid grid(comm, cells, {.dims = dims, .periodic = periodic});
+      for (Stencil stencil : {Stencil::full, Stencil::faces})
+        for (int depth : {1, 2})
+          for (bool integers : {false, true}) {
+            SCOPED_TRACE(fmt::format("stencil {}, depth {}, dims {}x{}x{}, periodic {}{}{}, {}",
+                                     domex::to_string(stencil), depth, grid.dims()[0], grid.dims()[1], grid.dims()[2],
+                                     periodic[0], periodic[1], periodic[2], integers ? "integers" : "any doubles"));
+            order_visible += check_reverse_sum(grid, stencil, depth, integers);
+            ++cases;
+          }
+    }
+  EXPECT_EQ(cases, 3 * 3 * 2 * 2 * 2);
+  // The order is observable in these values: had the plan summed in another
+  // order, the test above would have seen it.
+  EXPECT_GT(comm.allreduce(order_visible, MPI_SUM), 0);
+}
+
+TEST(HaloPlanReverse, BlocksOfDepthCellsWhereACellIsNearBothSides) {
+  // Each rank owns exactly `depth` cells on x and y: every owned cell gets
+  // ghosts from both sides of those axes (and, periodic with one rank, from
+  // itself twice).
+  domex::Comm comm{MPI_COMM_WORLD};
+  for (int depth : {1, 2})
+    for (const std::array<bool, 3> periodic : {std::array<bool, 3>{true, true, true}, {false, false, false},
+                                               {true, false, true}}) {
+      const auto d = static_cast<std::size_t>(depth);
+      domex::CartesianGrid grid(comm, {d * static_cast<std::size_t>(comm.size()), d, 3},
+                                {.dims = {comm.size(), 1, 1}, .periodic = periodic});
+      for (Stencil stencil : {Stencil::full, Stencil::faces})
+        for (bool integers : {false, true}) {
+          SCOPED_TRACE(fmt::format("stencil {}, depth {}, periodic {}{}{}, {}", domex::to_string(stencil), depth,
+                                   periodic[0], periodic[1], periodic[2], integers ? "integers" : "any doubles"));
+          check_reverse_sum(grid, stencil, depth, integers);
+        }
+    }
+}
+
+TEST(HaloPlanReverse, AnOperationIsAppliedInTheFixedOrder) {
+  // op(owner, ghost) = owner * 1000003 + ghost (mod 2^64) is neither
+  // commutative nor associative: only the promised order gives these bits.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto hash = [](auto& owner, const auto& ghost) {
+    using T = std::remove_cvref_t<decltype(owner)>;
+    if constexpr (std::is_same_v<T, std::uint64_t>)
+      owner = owner * 1000003u + ghost;
+    else
+      owner = std::max(owner, ghost);
+  };
+  for (const bool periodic : {true, false})
+    for (Stencil stencil : {Stencil::full, Stencil::faces})
+      for (int depth : {1, 2}) {
+        SCOPED_TRACE(fmt::format("stencil {}, depth {}, periodic {}", domex::to_string(stencil), depth, periodic));
+        domex::CartesianGrid grid(comm, {9, 8, static_cast<std::size_t>(2 * comm.size() + 3)},
+                                  {.periodic = {periodic, true, periodic}});
+        domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
+        const World w = world_of(grid, depth);
+        const std::size_t me = my_box(w);
+        auto h0 = filled_world<double>(w, 5, false);
+        std::vector<std::vector<std::uint64_t>> u0;
+        for (const auto& array : h0) {
+          auto& bits = u0.emplace_back(array.size());
+          std::memcpy(bits.data(), array.data(), array.size() * sizeof(double));
+        }
+        auto m0 = filled_world<double>(w, 6, false);
+        auto u = u0[me];
+        auto m = m0[me];
+        plan.reverse(hash, u, m);
+        EXPECT_EQ(wrong_after_reverse(w, u, reference_reverse(w, u0, stencil, hash)[me], u0[me]), 0);
+        EXPECT_EQ(wrong_after_reverse(w, m, reference_reverse(w, m0, stencil, hash)[me], m0[me]), 0);
+        // reverse_begin / reverse_finish with computation between: the same bits.
+        auto v = u0[me];
+        plan.reverse_begin(hash, v);
+        std::uint64_t interior = 0;
+        for (std::size_t at = 0; at < v.size(); at += 7) interior ^= u0[me][at];
+        plan.reverse_finish();
+        EXPECT_EQ(v, u);
+        EXPECT_NE(interior, 1u);
+      }
+}
+
+TEST(HaloPlanReverse, BeginAndFinishGiveTheBitsOfReverseSum) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::CartesianGrid grid(comm, {12, 11, 10}, {.periodic = {true, true, true}});
+  for (Stencil stencil : {Stencil::full, Stencil::faces}) {
+    domex::HaloPlan plan(grid, {.depth = 2, .stencil = stencil});
+    const World w = world_of(grid, 2);
+    const auto d0 = filled_box<double>(w, w.mine(), 0, false);
+    const auto t0 = filled_box<Triple>(w, w.mine(), 1, false);
+    auto d = d0;
+    auto t = t0;
+    plan.reverse_sum(d, t);
+    for (int run = 0; run < 3; ++run) {
+      auto e = d0;
+      auto s = t0;
+      plan.reverse_begin(e, s);
+      double interior = 0;  // "computation" on owned cells the reverse does not touch
+      const auto n = grid.local_cells();
+      for (long k = 2; k + 2 < static_cast<long>(n[2]); ++k)
+        for (long j = 2; j + 2 < static_cast<long>(n[1]); ++j)
+          for (long i = 2; i + 2 < static_cast<long>(n[0]); ++i) interior += e[plan.index(i, j, k)];
+      plan.reverse_finish();
+      EXPECT_EQ(std::memcmp(e.data(), d.data(), d.size() * sizeof(double)), 0) << domex::to_string(stencil);
+      EXPECT_EQ(std::memcmp(s.data(), t.data(), t.size() * sizeof(Triple)), 0) << domex::to_string(stencil);
+      EXPECT_TRUE(std::isfinite(interior));
+    }
+  }
+}
+
+TEST(HaloPlanReverse, OneRankAndAnyDecompositionAgreeBitwiseWhenInternalGhostsHoldZero) {
+  // The same global grid on one rank (every periodic neighbour is itself)
+  // and on all ranks: wrapped ghosts carry the same values from the same
+  // directions, ghosts at internal rank boundaries hold 0 (adding 0 is
+  // exact), so the owned cells agree bit for bit, with any doubles.
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Comm self{MPI_COMM_SELF};
+  const auto p = static_cast<std::size_t>(comm.size());
+  const std::array<bool, 3> periodic_cases[] = {{true, true, true}, {true, false, true}};
+  for (std::array<int, 3> dims : {std::array<int, 3>{0, 0, 0}, {comm.size(), 1, 1}})
+    for (const auto& periodic : periodic_cases)
+      for (Stencil stencil : {Stencil::full, Stencil::faces})
+        for (int depth : {1, 2}) {
+          const std::array<std::size_t, 3> cells{dims[0] == comm.size() ? 3 * p + 1 : 11, 10, 9};
+          domex::CartesianGrid grid(comm, cells, {.dims = dims, .periodic = periodic});
+          domex::CartesianGrid alone(self, cells, {.periodic = periodic});
+          SCOPED_TRACE(fmt::format("stencil {}, depth {}, dims {}x{}x{}, periodic {}{}{}", domex::to_string(stencil),
+                                   depth, grid.dims()[0], grid.dims()[1], grid.dims()[2], periodic[0], periodic[1],
+                                   periodic[2]));
+          domex::HaloPlan plan(grid, {.depth = depth, .stencil = stencil});
+          domex::HaloPlan serial(alone, {.depth = depth, .stencil = stencil});
+          const World w = world_of(grid, depth);
+          const World one = world_of(alone, depth);
+          auto d = filled_box<double>(w, w.mine(), 0, false, true);
+          auto f = filled_box<float>(w, w.mine(), 1, false, true);
+          auto all_d = filled_box<double>(one, one.mine(), 0, false, true);
+          auto all_f = filled_box<float>(one, one.mine(), 1, false, true);
+          plan.reverse_sum(d, f);
+          serial.reverse_sum(all_d, all_f);
+          long long wrong = 0;
+          const RankBox& b = w.mine();
+          for_each_cell(w, b, [&](Cell c, std::array<int, 3> direction) {
+            if (direction != std::array<int, 3>{0, 0, 0}) return;
+            const std::size_t at = w.index(b, c);
+            const std::size_t global = one.index(one.mine(), {b.first[0] + c[0], b.first[1] + c[1], b.first[2] + c[2]});
+            wrong += std::memcmp(&d[at], &all_d[global], sizeof(double)) == 0 &&
+                             std::memcmp(&f[at], &all_f[global], sizeof(float)) == 0
+                         ? 0
+                         : 1;
+          });
+          EXPECT_EQ(wrong, 0);
+        }
+}
+
+TEST(HaloPlanReverse, OneRanksBadFieldIsAnErrorAndThePlanStaysUsable) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const auto p = static_cast<std::size_t>(comm.size());
+  const domex::detail::GhostSum sum;
+  for (const bool periodic : {true, false})
+    for (Stencil stencil : {Stencil::full, Stencil::faces}) {
+      domex::CartesianGrid grid(comm, {3 * p + 1, 5, 6}, {.periodic = {periodic, periodic, periodic}});
+      domex::HaloPlan plan(grid, {.depth = 1, .stencil = stencil});
+      const World w = world_of(grid, 1);
+      const std::size_t me = my_box(w);
+      const auto d0 = filled_world<double>(w, 0, true);
+      for (int bad : {0, comm.size() - 1, comm.size() / 2}) {
+        SCOPED_TRACE(fmt::format("stencil {}, periodic {}, bad rank {}", domex::to_string(stencil), periodic, bad));
+        auto d = d0[me];
+        std::vector<double> other(plan.cells(), 1.0), short_field(plan.cells() - 1, 1.0);
+        std::string error;
+        try {
+          if (comm.rank() == bad)
+            plan.reverse_sum(d, short_field);
+          else
+            plan.reverse_sum(d, other);
+        } catch (const domex::Error& e) {
+          error = e.what();
+        }
+        if (comm.rank() == bad) {
+          EXPECT_NE(error.find("field 1"), std::string::npos) << error;
+          EXPECT_EQ(d, d0[me]);  // nothing touched
+        } else if (!error.empty()) {
+          EXPECT_NE(error.find("invalid"), std::string::npos) << error;
+          if (stencil == Stencil::full) {
+            EXPECT_NE(error.find("neighbour rank " + std::to_string(bad)), std::string::npos) << error;
+            EXPECT_EQ(d, d0[me]);  // one round: all of it or none
+          }
+          // Ghosts unchanged in any case.
+          long long ghosts_changed = 0;
+          for_each_cell(w, w.mine(), [&](Cell c, std::array<int, 3> direction) {
+            const std::size_t at = w.index(w.mine(), c);
+            if (direction != std::array<int, 3>{0, 0, 0}) ghosts_changed += d[at] == d0[me][at] ? 0 : 1;
+          });
+          EXPECT_EQ(ghosts_changed, 0);
+        } else {
+          EXPECT_EQ(wrong_after_reverse(w, d, reference_reverse(w, d0, stencil, sum)[me], d0[me]), 0);
+        }
+        const int errors = comm.allreduce(error.empty() ? 0 : 1, MPI_SUM);
+        if (periodic && stencil == Stencil::full && grid.dims() == std::array<int, 3>{2, 2, 2}) {
+          EXPECT_EQ(errors, comm.size());
+        }
+        EXPECT_GE(errors, 1);
+        // The plan still works afterwards, both ways, on every rank.
+        auto again = d0[me];
+        plan.reverse_sum(again);
+        EXPECT_EQ(wrong_after_reverse(w, again, reference_reverse(w, d0, stencil, sum)[me], d0[me]), 0);
+        Fields g = filled(plan);
+        plan.exchange(g.id, g.twice, g.tagged);
+        EXPECT_EQ(wrong_cells(plan, g), 0);
+      }
+    }
+}
+
+TEST(HaloPlanReverse, MisuseIsAClearError) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::CartesianGrid grid(comm, {8, 8, 8}, {.periodic = {true, true, true}});
+  const World w = world_of(grid, 1);
+  const std::size_t me = my_box(w);
+  const auto d0 = filled_world<double>(w, 0, false);
+  domex::HaloPlan plan(grid, {});
+  EXPECT_THROW(plan.reverse_finish(), domex::Error);
+  auto d = d0[me];
+  plan.reverse_begin(d);
+  EXPECT_THROW(plan.finish(), domex::Error);  // a reverse is in progress
+  EXPECT_THROW(plan.reverse_begin(d), domex::Error);
+  EXPECT_THROW(plan.begin(d), domex::Error);
+  plan.reverse_finish();  // still completes it
+  EXPECT_EQ(wrong_after_reverse(w, d, reference_reverse(w, d0, Stencil::full, domex::detail::GhostSum{})[me], d0[me]),
+            0);
+  Fields f = filled(plan);
+  plan.begin(f.id);
+  EXPECT_THROW(plan.reverse_finish(), domex::Error);  // an exchange is in progress
+  plan.finish();
+  // The baselines have no reverse: an error on every rank, nothing sent.
+  for (HaloMethod method : {HaloMethod::naive, HaloMethod::neighbor_alltoallv}) {
+    domex::HaloPlan baseline(grid, {.method = method});
+    try {
+      baseline.reverse_sum(d);
+      ADD_FAILURE() << "no error from the reverse of " << domex::to_string(method);
+    } catch (const domex::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("no reverse"), std::string::npos) << error.what();
+    }
+    baseline.exchange(f.id);
+  }
 }
 
 TEST(ChooseDepth, FollowsTheCostBalance) {

@@ -44,4 +44,15 @@ void gather_positions(std::span<const Particle> particles, const Projection& pos
   for (std::size_t i = 0; i < particles.size(); ++i) out[i] = std::invoke(position, particles[i]);
 }
 
+namespace detail {
+/// gather_positions() into a per-thread array (for constructors that take
+/// the user's particles and delegate to the span-of-Points form).
+template <class Particle, PositionOf<Particle> Projection>
+const std::vector<Point>& positions_of(std::span<const Particle> particles, const Projection& position) {
+  thread_local std::vector<Point> positions;
+  gather_positions(particles, position, positions);
+  return positions;
+}
+}  // namespace detail
+
 }  // namespace domex

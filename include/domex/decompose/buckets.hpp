@@ -63,6 +63,10 @@ class BucketDecomposition {
   /// The buckets of `rank`, in curve order.
   [[nodiscard]] std::vector<int> buckets_of(int rank) const;
   [[nodiscard]] int bucket_count() const noexcept { return static_cast<int>(owner_.size()); }
+  /// Box of a bucket (x fastest): [lo + i h, lo + (i + 1) h) per axis.
+  [[nodiscard]] Box bucket_box(int bucket) const noexcept;
+  [[nodiscard]] const Box& domain() const noexcept { return domain_; }
+  [[nodiscard]] const BucketOptions& options() const noexcept { return options_; }
 
  private:
   void assign(std::span<const std::uint64_t> cost, std::vector<int>& owner, std::vector<int>& neighbours) const;

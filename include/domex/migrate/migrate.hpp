@@ -70,7 +70,7 @@ class MigrationPlan {
   template <class Decomposition, class Particle, PositionOf<Particle> Projection>
   MigrationPlan(Comm& comm, const Decomposition& decomposition, std::span<const Particle> particles,
                 const Projection& position, MigrationOptions options = {})
-      : MigrationPlan(comm, decomposition, std::span<const Point>(gathered(particles, position)), options) {}
+      : MigrationPlan(comm, decomposition, std::span<const Point>(detail::positions_of(particles, position)), options) {}
 
   /// Destinations given directly (rank per particle), with the ranks this
   /// rank may exchange with on the neighbour path. The neighbour relation
@@ -105,13 +105,6 @@ class MigrationPlan {
   [[nodiscard]] std::vector<std::byte> exchange_leavers(std::span<const std::byte> packed, std::size_t record_bytes);
 
  private:
-  template <class Particle, class Projection>
-  static const std::vector<Point>& gathered(std::span<const Particle> particles, const Projection& position) {
-    thread_local std::vector<Point> positions;
-    gather_positions(particles, position, positions);
-    return positions;
-  }
-
   template <Sendable... Fields>
   friend void migrate(MigrationPlan& plan, std::vector<Fields>&... fields);
   /// exchange_leavers without the agreement (migrate() agreed already).

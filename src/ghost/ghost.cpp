@@ -1,0 +1,960 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// GhostPlan: who sends which owned particles to whom (a search of the other
+// domains within the cutoff, over a uniform grid of the region this rank's
+// particles occupy), one sparse exchange of the shifted positions at the
+// build, then persistent point-to-point messages for every update and
+// reverse sum.
+#include <domex/comm/collective.hpp>
+#include <domex/exchange/exchange.hpp>
+#include <domex/ghost/ghost.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <climits>
+#include <limits>
+#include <numbers>
+#include <utility>
+
+namespace domex {
+
+namespace {
+
+constexpr double two_pi = 2 * std::numbers::pi;
+
+/// The duplicate communicator every ghost plan of one Comm sends on (made
+/// once: a plan is rebuilt every few steps, an MPI_Comm_dup each time would
+/// cost a collective), and the number of plans made on it: plan n uses tags
+/// 4n to 4n + 2 (mod the cycle), so plans alive together never match each
+/// other's messages, nor any other domex call's.
+struct GhostComm {
+  explicit GhostComm(Comm& comm) {
+    check_mpi(MPI_Comm_dup(comm.get(), &dup), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  }
+  GhostComm(const GhostComm&) = delete;
+  GhostComm& operator=(const GhostComm&) = delete;
+  ~GhostComm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && dup != MPI_COMM_NULL) MPI_Comm_free(&dup);
+  }
+  MPI_Comm dup = MPI_COMM_NULL;
+  int plans = 0;
+  static constexpr int tag_sets = 8000;  // MPI guarantees tags up to 32767
+};
+
+/// Squared distance from p to a box (0 inside).
+double distance2(const Point& p, const Box& box) noexcept {
+  double sum = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double d = std::max({box.lo[a] - p[a], 0.0, p[a] - box.hi[a]});
+    sum += d * d;
+  }
+  return sum;
+}
+
+/// Squared distance between two boxes.
+double distance2(const Box& a, const Box& b) noexcept {
+  double sum = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    const double d = std::max({a.lo[axis] - b.hi[axis], 0.0, b.lo[axis] - a.hi[axis]});
+    sum += d * d;
+  }
+  return sum;
+}
+
+/// Squared distance in the (x, y) plane from (x, y) to the segment of the ray
+/// at angle phi between radii r0 and r1.
+double segment_distance2(double x, double y, double phi, double r0, double r1) noexcept {
+  const double ux = std::cos(phi), uy = std::sin(phi);
+  const double t = std::clamp(x * ux + y * uy, r0, r1);
+  const double dx = x - t * ux, dy = y - t * uy;
+  return dx * dx + dy * dy;
+}
+
+/// Squared Cartesian distance from p to the annular sector box = [r0, r1) x
+/// [phi0, phi1) x [z0, z1). Inside the wedge's angles the nearest point is
+/// radial; outside them it lies on one of the two radial edges (the arcs'
+/// nearest points outside the angles are their end points, on the edges).
+double sector_distance2(const Point& p, const Box& box) noexcept {
+  const double dz = std::max({box.lo[2] - p[2], 0.0, p[2] - box.hi[2]});
+  const double r = std::sqrt(p[0] * p[0] + p[1] * p[1]);
+  double phi = std::atan2(p[1], p[0]);
+  if (phi < 0) phi += two_pi;
+  const bool full = box.hi[1] - box.lo[1] >= two_pi;
+  double d2;
+  if (full || (phi >= box.lo[1] && phi < box.hi[1])) {
+    const double dr = std::max({box.lo[0] - r, 0.0, r - box.hi[0]});
+    d2 = dr * dr;
+  } else {
+    d2 = std::min(segment_distance2(p[0], p[1], box.lo[1], box.lo[0], box.hi[0]),
+                  segment_distance2(p[0], p[1], box.hi[1], box.lo[0], box.hi[0]));
+  }
+  return d2 + dz * dz;
+}
+
+/// Cartesian bounding box of an annular sector.
+Box sector_bounds(const Box& sector) noexcept {
+  Box bounds{{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), sector.lo[2]},
+             {-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(), sector.hi[2]}};
+  auto include = [&](double r, double phi) {
+    const double x = r * std::cos(phi), y = r * std::sin(phi);
+    bounds.lo[0] = std::min(bounds.lo[0], x), bounds.hi[0] = std::max(bounds.hi[0], x);
+    bounds.lo[1] = std::min(bounds.lo[1], y), bounds.hi[1] = std::max(bounds.hi[1], y);
+  };
+  for (double r : {sector.lo[0], sector.hi[0]}) {
+    include(r, sector.lo[1]);
+    include(r, sector.hi[1]);
+  }
+  for (int quarter = 0; quarter < 4; ++quarter) {  // the axes' extremes inside the angles
+    const double phi = quarter * std::numbers::pi / 2;
+    if (phi >= sector.lo[1] && phi <= sector.hi[1]) include(sector.hi[0], phi);
+  }
+  return bounds;
+}
+
+/// A part of another domain (or a periodic image of any domain) that owned
+/// particles may be ghosts of: a rank's box (Cartesian), annular sector
+/// (cylindrical) or bucket, moved by minus an image shift s * L, so that a
+/// particle at p is within the cutoff of the real domain as its image p + s L
+/// when it is within the cutoff of the piece.
+struct Piece {
+  int rank;
+  int image;   ///< (sx + 1) + 3 (sy + 1) + 9 (sz + 1)
+  Box box;     ///< in the geometry's coordinates (sector: z moved, r and phi as they are)
+  Box bounds;  ///< Cartesian bounding box (for the grid)
+};
+
+constexpr int no_shift = 13;
+
+/// The pieces of one decomposition near one region, and a uniform grid over
+/// the region listing, per cell, the pieces within the cutoff of the cell.
+class Finder {
+ public:
+  Finder(std::vector<Piece> pieces, const Box& region, double cutoff, bool sectors, std::size_t particles)
+      : pieces_(std::move(pieces)), region_(region), cutoff2_(cutoff * cutoff), sectors_(sectors) {
+    // Cells of half a cutoff (the layer of cells that list a piece is at
+    // most 1.5 cutoffs deep), or larger to keep about one cell per particle.
+    double volume = 1;
+    for (int a = 0; a < 3; ++a) volume *= std::max(region.extent(a), cutoff);
+    const double target = std::clamp(static_cast<double>(particles), 64.0, double(1 << 22));
+    cell_ = std::max(cutoff / 2, std::cbrt(volume / target));
+    inverse_cell_ = 1 / cell_;
+    std::size_t cells = 1;
+    for (int a = 0; a < 3; ++a) {
+      dims_[a] = std::max(1L, static_cast<long>(std::ceil(region.extent(a) / cell_)));
+      cells *= static_cast<std::size_t>(dims_[a]);
+    }
+    // CSR lists: count, then fill.
+    start_.assign(cells + 1, 0);
+    auto each_cell = [&](const Piece& piece, auto&& visit) {
+      long lo[3], hi[3];
+      for (int a = 0; a < 3; ++a) {
+        lo[a] = std::max(0L, static_cast<long>(std::floor((piece.bounds.lo[a] - cutoff - region.lo[a]) / cell_)));
+        hi[a] = std::min(dims_[a] - 1, static_cast<long>(std::floor((piece.bounds.hi[a] + cutoff - region.lo[a]) / cell_)));
+        if (lo[a] > hi[a]) return;
+      }
+      for (long k = lo[2]; k <= hi[2]; ++k)
+        for (long j = lo[1]; j <= hi[1]; ++j)
+          for (long i = lo[0]; i <= hi[0]; ++i) {
+            const Box cell{{region.lo[0] + i * cell_, region.lo[1] + j * cell_, region.lo[2] + k * cell_},
+                           {region.lo[0] + (i + 1) * cell_, region.lo[1] + (j + 1) * cell_,
+                            region.lo[2] + (k + 1) * cell_}};
+            if (distance2(cell, piece.bounds) <= cutoff2_)
+              visit(static_cast<std::size_t>(i + dims_[0] * (j + dims_[1] * k)));
+          }
+    };
+    for (const Piece& piece : pieces_) each_cell(piece, [&](std::size_t cell) { ++start_[cell + 1]; });
+    for (std::size_t c = 1; c <= cells; ++c) start_[c] += start_[c - 1];
+    list_.resize(start_[cells]);
+    std::vector<std::size_t> fill(start_.begin(), start_.end() - 1);
+    for (std::size_t n = 0; n < pieces_.size(); ++n)
+      each_cell(pieces_[n], [&](std::size_t cell) { list_[fill[cell]++] = static_cast<std::uint32_t>(n); });
+    // The inner box: a part of the region no piece is within the cutoff of
+    // (each piece's reach cut off on the side that loses least), so that a
+    // particle inside costs six comparisons.
+    inner_ = region;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Piece& piece : pieces_) {
+        Box reach = piece.bounds;
+        for (int a = 0; a < 3; ++a) reach.lo[a] -= cutoff, reach.hi[a] += cutoff;
+        bool overlaps = true;
+        for (int a = 0; a < 3; ++a) overlaps = overlaps && reach.lo[a] <= inner_.hi[a] && reach.hi[a] >= inner_.lo[a];
+        if (!overlaps) continue;
+        Box best = inner_;
+        double best_volume = -1;
+        for (int a = 0; a < 3; ++a)
+          for (int side = 0; side < 2; ++side) {
+            Box cut = inner_;
+            if (side == 0) cut.lo[a] = std::nextafter(reach.hi[a], std::numeric_limits<double>::infinity());
+            else cut.hi[a] = std::nextafter(reach.lo[a], -std::numeric_limits<double>::infinity());
+            // Flat regions (a 2-D problem) still compare: each extent counts plus the cutoff.
+            double volume = 1;
+            for (int b = 0; b < 3; ++b) volume *= std::max(0.0, cut.hi[b] - cut.lo[b]) + cutoff;
+            if (cut.lo[a] > cut.hi[a]) volume = -1;  // empty
+            if (volume > best_volume) best_volume = volume, best = cut;
+          }
+        inner_ = best;
+        changed = true;
+        if (best_volume < 0) {  // nothing left inside: every particle is tested
+          inner_ = {{1, 1, 1}, {0, 0, 0}};
+          changed = false;
+          break;
+        }
+      }
+    }
+  }
+
+  /// Calls found(rank, image) once for every (rank, image) with a piece
+  /// within the cutoff of p (in piece order). Returns false if p's cell
+  /// lists no piece (an interior particle: the common case, one look-up).
+  template <class Found>
+  bool find(const Point& p, Found&& found) const {
+    if (p[0] >= inner_.lo[0] && p[0] <= inner_.hi[0] && p[1] >= inner_.lo[1] && p[1] <= inner_.hi[1] &&
+        p[2] >= inner_.lo[2] && p[2] <= inner_.hi[2])
+      return false;
+    std::size_t cell = 0, stride = 1;
+    for (int a = 0; a < 3; ++a) {
+      const long i = std::clamp(static_cast<long>((p[a] - region_.lo[a]) * inverse_cell_), 0L, dims_[a] - 1);
+      cell += static_cast<std::size_t>(i) * stride;
+      stride *= static_cast<std::size_t>(dims_[a]);
+    }
+    const std::size_t begin = start_[cell], end = start_[cell + 1];
+    if (begin == end) return false;
+    std::uint64_t seen[4] = {~0ull, ~0ull, ~0ull, ~0ull};  // the last (rank, image) keys: repeats are near
+    int next = 0;
+    for (std::size_t n = begin; n < end; ++n) {
+      const Piece& piece = pieces_[list_[n]];
+      const double d2 = sectors_ ? sector_distance2(p, piece.box) : distance2(p, piece.box);
+      if (d2 > cutoff2_) continue;
+      const std::uint64_t key = (std::uint64_t(std::uint32_t(piece.rank)) << 5) | std::uint64_t(piece.image);
+      if (key == seen[0] || key == seen[1] || key == seen[2] || key == seen[3]) continue;
+      if (!found(piece.rank, piece.image)) continue;  // a repeat found further back
+      seen[next] = key;
+      next = (next + 1) & 3;
+    }
+    return true;
+  }
+
+ private:
+  std::vector<Piece> pieces_;
+  Box region_, inner_;
+  double cutoff2_;
+  bool sectors_;
+  double cell_ = 1, inverse_cell_ = 1;
+  long dims_[3] = {1, 1, 1};
+  std::vector<std::size_t> start_;
+  std::vector<std::uint32_t> list_;
+};
+
+/// The image shifts s in {-1, 0, 1}^3 allowed by the periodic axes.
+std::vector<int> images_of(const std::array<bool, 3>& periodic) {
+  std::vector<int> images;
+  for (int sz = -1; sz <= 1; ++sz)
+    for (int sy = -1; sy <= 1; ++sy)
+      for (int sx = -1; sx <= 1; ++sx)
+        if ((sx == 0 || periodic[0]) && (sy == 0 || periodic[1]) && (sz == 0 || periodic[2]))
+          images.push_back((sx + 1) + 3 * (sy + 1) + 9 * (sz + 1));
+  return images;
+}
+
+std::array<int, 3> image_vector(int image) noexcept { return {image % 3 - 1, (image / 3) % 3 - 1, image / 9 - 1}; }
+
+Box moved(Box box, const Point& by) noexcept {
+  for (int a = 0; a < 3; ++a) box.lo[a] += by[a], box.hi[a] += by[a];
+  return box;
+}
+
+/// The search region: the Cartesian bounding box of the particles.
+Box bounding_box(std::span<const Point> positions) noexcept {
+  Box box{{std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+           std::numeric_limits<double>::infinity()},
+          {-std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+           -std::numeric_limits<double>::infinity()}};
+  for (const Point& p : positions)
+    for (int a = 0; a < 3; ++a) box.lo[a] = std::min(box.lo[a], p[a]), box.hi[a] = std::max(box.hi[a], p[a]);
+  return box;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+struct GhostPlan::State {
+  Comm* comm = nullptr;
+  MPI_Comm mpi = MPI_COMM_NULL;
+  int tag = 0;  ///< forward; reverse is tag + 1, the build's positions tag + 2
+  GhostOptions options;
+  Point period{0, 0, 0};  ///< L per periodic axis (image shift s * L)
+
+  std::size_t local = 0;
+  std::vector<Point> ghost_positions;
+  std::vector<int> sources;
+  std::vector<std::size_t> source_offsets{0};
+  std::vector<int> destinations;
+  std::vector<std::size_t> destination_offsets{0};
+  std::vector<std::size_t> send_indices;
+  std::vector<Point> send_shifts;
+  std::vector<std::size_t> shifted;          ///< the copies (positions in send_indices) with a non-zero shift
+  std::vector<std::size_t> scratch_shifted;  ///< one message's, for gather()
+  GhostStats stats;
+
+  /// What the search found: a copy of owned particle `index` for `rank`, image `image`.
+  struct Entry {
+    int rank;
+    int image;
+    std::size_t index;
+  };
+  /// The build's working arrays, and the previous plan's, kept for the next
+  /// build (a rebuild every few steps maps no new pages).
+  struct Scratch {
+    std::vector<Entry> entries;
+    std::vector<std::size_t> indices;
+    std::vector<Point> shifts, positions, ghosts;
+  } scratch;
+
+  /// Persistent messages of one direction and set of fields, kept while the
+  /// plan lives (an application alternates a few: positions forward, forces
+  /// back, the same arrays every step). The owner side (owned values going
+  /// out, or sums coming back) is packed in a buffer; the ghost side is sent
+  /// or received straight from or into the fields' ghost entries (one derived
+  /// datatype per message over the fields' blocks: no unpacking), unless a
+  /// message exceeds 1 GiB, when it is buffered too.
+  struct Channel {
+    bool reverse = false;
+    std::size_t record = 0;
+    std::vector<std::pair<const std::byte*, std::size_t>> fields;  ///< direct: data and element size; empty: buffered
+    std::vector<std::byte> owner_side, ghost_side;
+    std::vector<MPI_Request> sends, receives;
+    std::vector<MPI_Datatype> types;
+  };
+  std::vector<Channel> channels;
+  int active = -1;  ///< channel of the operation in flight
+  std::vector<detail::GhostFieldView> active_fields;
+  std::vector<std::byte> self;  ///< reverse: this rank's own images, field-major
+
+  ~State() { free_channels(); }
+  static void free_channel(Channel& channel) noexcept {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    for (auto* requests : {&channel.sends, &channel.receives})
+      for (auto& request : *requests)
+        if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    for (auto& type : channel.types) MPI_Type_free(&type);
+  }
+  void free_channels() noexcept {
+    for (auto& channel : channels) free_channel(channel);
+    channels.clear();
+    active = -1;
+  }
+  [[nodiscard]] int rank() const noexcept { return comm->rank(); }
+  /// The channel for a direction and these fields, made on first use.
+  int channel(bool reverse, std::span<const detail::GhostFieldView> fields);
+  void validate(std::string_view call, std::span<const detail::GhostFieldView> fields) const;
+  /// The build shared by all decompositions. `periodic`: axes whose image
+  /// is a shift by `period`; `pieces_near(region)`: the pieces within the
+  /// cutoff of a Cartesian region. Strong guarantee.
+  template <class PiecesNear>
+  void build(std::span<const Point> positions, const std::array<bool, 3>& periodic, const Box& domain, bool sectors,
+             const PiecesNear& pieces_near);
+};
+
+namespace {
+
+/// Persistent requests for a buffer, split in pieces of at most 1 GiB (MPI
+/// counts are int; the pieces of one message match in order, same tag).
+void persistent(bool send, std::byte* data, std::size_t bytes, int peer, int tag, MPI_Comm comm,
+                std::vector<MPI_Request>& requests) {
+  constexpr std::size_t piece = std::size_t{1} << 30;
+  std::size_t at = 0;
+  do {
+    const int count = static_cast<int>(std::min(piece, bytes - at));
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (send)
+      check_mpi(MPI_Send_init(data + at, count, MPI_BYTE, peer, tag, comm, &request), "MPI_Send_init");
+    else
+      check_mpi(MPI_Recv_init(data + at, count, MPI_BYTE, peer, tag, comm, &request), "MPI_Recv_init");
+    requests.push_back(request);
+    at += static_cast<std::size_t>(count);
+  } while (at < bytes);
+}
+
+/// Starts persistent requests once, waits, frees them (the build's one-off messages).
+void start_and_free(std::vector<MPI_Request>& requests) {
+  if (requests.empty()) return;
+  check_mpi(MPI_Startall(static_cast<int>(requests.size()), requests.data()), "MPI_Startall");
+  check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  for (auto& request : requests) MPI_Request_free(&request);
+}
+
+}  // namespace
+
+int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldView> fields) {
+  std::size_t record = 0;
+  for (const auto& field : fields) record += field.element_size;
+  constexpr std::size_t direct_limit = std::size_t{1} << 30;
+  std::size_t largest = 0;  // the largest ghost-side message
+  for (std::size_t s = 0; s + 1 < source_offsets.size(); ++s)
+    largest = std::max(largest, (source_offsets[s + 1] - source_offsets[s]) * record);
+  std::vector<std::pair<const std::byte*, std::size_t>> key;
+  if (largest <= direct_limit)
+    for (const auto& field : fields) key.emplace_back(field.data, field.element_size);
+  for (std::size_t c = 0; c < channels.size(); ++c)
+    if (channels[c].reverse == reverse && channels[c].record == record && channels[c].fields == key)
+      return static_cast<int>(c);
+  if (channels.size() == 4) {  // the oldest goes
+    free_channel(channels.front());
+    channels.erase(channels.begin());
+  }
+  Channel& made = channels.emplace_back();
+  made.reverse = reverse;
+  made.record = record;
+  made.fields = std::move(key);
+  const int message_tag = tag + (reverse ? 1 : 0);
+  const int me = rank();
+  // Owner side: forward, owned copies out to the destinations; reverse, the
+  // ghosts' values back from them.
+  made.owner_side.resize(destination_offsets.back() * record);
+  auto& owner_requests = reverse ? made.receives : made.sends;
+  for (std::size_t m = 0; m < destinations.size(); ++m)
+    if (destinations[m] != me)
+      persistent(!reverse, made.owner_side.data() + destination_offsets[m] * record,
+                 (destination_offsets[m + 1] - destination_offsets[m]) * record, destinations[m], message_tag, mpi,
+                 owner_requests);
+  // Ghost side: forward, ghosts in from the sources; reverse, back to them.
+  auto& ghost_requests = reverse ? made.sends : made.receives;
+  if (made.fields.empty()) made.ghost_side.resize(source_offsets.back() * record);
+  for (std::size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s] == me) continue;
+    const std::size_t begin = source_offsets[s], count = source_offsets[s + 1] - begin;
+    if (made.fields.empty()) {
+      persistent(reverse, made.ghost_side.data() + begin * record, count * record, sources[s], message_tag, mpi,
+                 ghost_requests);
+      continue;
+    }
+    void* at = MPI_BOTTOM;
+    int elements = 1;
+    MPI_Datatype type = MPI_BYTE;
+    if (fields.size() == 1) {
+      at = fields[0].data + (local + begin) * fields[0].element_size;
+      elements = static_cast<int>(count * record);
+    } else {  // the message's block of every field, in field order
+      std::vector<int> lengths(fields.size());
+      std::vector<MPI_Aint> addresses(fields.size());
+      std::vector<MPI_Datatype> bytes(fields.size(), MPI_BYTE);
+      for (std::size_t f = 0; f < fields.size(); ++f) {
+        lengths[f] = static_cast<int>(count * fields[f].element_size);
+        check_mpi(MPI_Get_address(fields[f].data + (local + begin) * fields[f].element_size, &addresses[f]),
+                  "MPI_Get_address");
+      }
+      check_mpi(MPI_Type_create_struct(static_cast<int>(fields.size()), lengths.data(), addresses.data(), bytes.data(),
+                                       &type),
+                "MPI_Type_create_struct");
+      check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+      made.types.push_back(type);
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (reverse)
+      check_mpi(MPI_Send_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Send_init");
+    else
+      check_mpi(MPI_Recv_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Recv_init");
+    ghost_requests.push_back(request);
+  }
+  return static_cast<int>(channels.size()) - 1;
+}
+
+void GhostPlan::State::validate(std::string_view call, std::span<const detail::GhostFieldView> fields) const {
+  agree(*comm, call, [&] {
+    if (active >= 0) fail(call, "an operation of this plan is still in flight (call finish() first)");
+    const std::size_t size = local + ghost_positions.size();
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      if (fields[f].elements != size)
+        fail(call, fmt::format("field {} has {} entries; the plan was built for {} owned + {} ghosts = {} (rebuild "
+                               "the plan after the particle count changes)",
+                               f, fields[f].elements, local, ghost_positions.size(), size));
+      if (fields[f].shift_at >= 0 &&
+          static_cast<std::size_t>(fields[f].shift_at) + sizeof(Point) > fields[f].element_size)
+        fail(call, fmt::format("field {}: shifted Point at byte {} lies outside its {}-byte element", f,
+                               fields[f].shift_at, fields[f].element_size));
+    }
+  });
+}
+
+namespace {
+
+/// Copies the elements data[indices[k]] into out[k], adding the image shift
+/// of the copies listed in `shifted` (positions k, ascending, relative to
+/// `indices`) to the Point at `shift_at` (when >= 0). A pure Point field gets
+/// the copy and the shift in one pass.
+void gather(const detail::GhostFieldView& field, std::span<const std::size_t> indices, std::span<const Point> shifts,
+            std::span<const std::size_t> shifted, std::byte* out) {
+  const std::size_t size = field.element_size;
+  const std::byte* data = field.data;
+  if (field.shift_at == 0 && size == sizeof(Point) && !shifted.empty()) {
+    const auto* from = reinterpret_cast<const Point*>(data);
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      Point p = from[indices[k]];
+      for (int a = 0; a < 3; ++a) p[a] += shifts[k][a];
+      std::memcpy(out + k * sizeof(Point), &p, sizeof(Point));
+    }
+    return;
+  }
+  switch (size) {  // fixed sizes compile to moves
+    case 4:
+      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 4, data + indices[k] * 4, 4);
+      break;
+    case 8:
+      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 8, data + indices[k] * 8, 8);
+      break;
+    case 16:
+      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 16, data + indices[k] * 16, 16);
+      break;
+    case 24:
+      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 24, data + indices[k] * 24, 24);
+      break;
+    default:
+      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * size, data + indices[k] * size, size);
+  }
+  if (field.shift_at < 0) return;
+  for (std::size_t k : shifted) {
+    Point p;
+    std::byte* at = out + k * size + field.shift_at;
+    std::memcpy(&p, at, sizeof(Point));
+    for (int a = 0; a < 3; ++a) p[a] += shifts[k][a];
+    std::memcpy(at, &p, sizeof(Point));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+template <class PiecesNear>
+void GhostPlan::State::build(std::span<const Point> positions, const std::array<bool, 3>& periodic, const Box& domain,
+                             bool sectors, const PiecesNear& pieces_near) {
+  const double cutoff = options.cutoff;
+  // One pass over the positions: finite? inside the periodic axes? their box.
+  Box region = bounding_box(positions);
+  double zero = 0;  // stays 0 unless a coordinate is NaN or infinite
+  for (const Point& p : positions) zero += (p[0] + p[1] + p[2]) * 0.0;
+  const bool finite = zero == 0;
+  bool outside = false;
+  for (int a = 0; a < 3; ++a)
+    outside |= periodic[a] && (region.lo[a] < domain.lo[a] || region.hi[a] >= domain.hi[a]);
+  double maxima[2] = {0, 0};  // the cutoff and its negative: equal on every rank?
+  agree(*comm, "GhostPlan", [&] {
+    if (active >= 0) fail("GhostPlan", "rebuild while an operation is in flight (call finish() first)");
+    if (!(cutoff > 0) || !std::isfinite(cutoff))
+      fail("GhostPlan", fmt::format("cutoff {} must be finite and > 0", cutoff));
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a] && cutoff > domain.extent(a) / 2)
+        fail("GhostPlan", fmt::format("cutoff {} is more than half the periodic length {} of axis {}", cutoff,
+                                      domain.extent(a), a));
+    for (std::size_t i = 0; !finite && i < positions.size(); ++i)
+      if (!std::isfinite(positions[i][0]) || !std::isfinite(positions[i][1]) || !std::isfinite(positions[i][2]))
+        fail("GhostPlan", fmt::format("particle {} has a NaN or infinite position ({}, {}, {})", i, positions[i][0],
+                                      positions[i][1], positions[i][2]));
+    maxima[0] = cutoff;
+    maxima[1] = -cutoff;
+  }, maxima);
+  if (maxima[0] != -maxima[1])
+    fail("GhostPlan", fmt::format("the ranks passed different cutoffs (from {} to {}); every rank must pass the same",
+                                  -maxima[1], maxima[0]));
+  Point length{0, 0, 0};
+  for (int a = 0; a < 3; ++a)
+    if (periodic[a]) length[a] = domain.extent(a);
+
+  // The search: wrapped positions against the pieces near them.
+  std::vector<Entry>& entries = scratch.entries;
+  entries.clear();
+  std::size_t boundary = 0;
+  // Positions outside a periodic axis are searched at their wrapped place
+  // (a copy only when some are; their shifts include the wrap).
+  std::vector<Point> wrapped_copy;
+  if (outside) {
+    wrapped_copy.assign(positions.begin(), positions.end());
+    for (Point& p : wrapped_copy)
+      for (int a = 0; a < 3; ++a)
+        if (periodic[a] && !(p[a] >= domain.lo[a] && p[a] < domain.hi[a])) {
+          p[a] = domain.lo[a] + std::fmod(p[a] - domain.lo[a], length[a]);
+          if (p[a] < domain.lo[a]) p[a] += length[a];
+          if (p[a] >= domain.hi[a]) p[a] = domain.lo[a];
+        }
+    region = bounding_box(wrapped_copy);
+  }
+  const std::span<const Point> wrapped = wrapped_copy.empty() ? positions : std::span<const Point>(wrapped_copy);
+  if (!positions.empty()) {
+    const Finder finder(pieces_near(region), region, cutoff, sectors, positions.size());
+    for (std::size_t i = 0; i < wrapped.size(); ++i) {
+      const std::size_t first = entries.size();
+      const bool tested = finder.find(wrapped[i], [&](int rank, int image) {
+        for (std::size_t e = first; e < entries.size(); ++e)
+          if (entries[e].rank == rank && entries[e].image == image) return false;
+        entries.push_back({rank, image, i});
+        return true;
+      });
+      boundary += tested;
+    }
+  }
+
+  // Grouped by destination (stable: particle order, then the pieces' order).
+  const int size = comm->size();
+  std::vector<std::size_t> count(static_cast<std::size_t>(size) + 1, 0);
+  for (const Entry& entry : entries) ++count[static_cast<std::size_t>(entry.rank) + 1];
+  std::vector<int> next_destinations;
+  std::vector<std::size_t> next_destination_offsets{0};
+  Outbox<std::uint64_t> counts;  // one count per destination: who sends how many ghosts to whom
+  for (int r = 0; r < size; ++r)
+    if (const std::size_t n = count[static_cast<std::size_t>(r) + 1]) {
+      next_destinations.push_back(r);
+      next_destination_offsets.push_back(next_destination_offsets.back() + n);
+      counts.add(r, std::uint64_t{n});
+    }
+  for (int r = 0; r < size; ++r) count[static_cast<std::size_t>(r) + 1] += count[static_cast<std::size_t>(r)];
+  // The previous plan's arrays are reused (their pages are mapped already).
+  std::vector<std::size_t> next_indices = std::move(scratch.indices);
+  std::vector<Point> next_shifts = std::move(scratch.shifts);
+  std::vector<Point>& shifted_positions = scratch.positions;
+  next_indices.resize(entries.size());
+  next_shifts.resize(entries.size());
+  shifted_positions.resize(entries.size());
+  std::array<Point, 27> image_shift;
+  for (int image = 0; image < 27; ++image) {
+    const auto s = image_vector(image);
+    for (int a = 0; a < 3; ++a) image_shift[static_cast<std::size_t>(image)][a] = s[a] * length[a];
+  }
+  for (const Entry& entry : entries) {
+    const std::size_t at = count[static_cast<std::size_t>(entry.rank)]++;
+    const Point& shift = image_shift[static_cast<std::size_t>(entry.image)];
+    const Point& p = positions[entry.index];
+    const Point& w = wrapped[entry.index];
+    next_indices[at] = entry.index;
+    for (int a = 0; a < 3; ++a) {
+      next_shifts[at][a] = (w[a] - p[a]) + shift[a];
+      shifted_positions[at][a] = w[a] + shift[a];
+    }
+  }
+
+  // Who sends to this rank: a sparse exchange of the counts (small
+  // messages, whatever the ghosts' number), then the shifted positions
+  // point to point, received straight into their place.
+  Inbox<std::uint64_t> inbox;
+  exchange(*comm, counts, inbox, {.algorithm = options.discovery});
+  std::vector<int> next_sources(inbox.sources().begin(), inbox.sources().end());
+  std::vector<std::size_t> next_source_offsets{0};
+  for (std::uint64_t n : inbox.data()) next_source_offsets.push_back(next_source_offsets.back() + n);
+  std::vector<Point> next_ghosts = std::move(scratch.ghosts);
+  next_ghosts.resize(next_source_offsets.back());
+  const int me = rank(), build_tag = tag + 2;
+  std::vector<MPI_Request> requests;
+  auto post = [&](bool send, Point* data, std::size_t points, int peer) {
+    persistent(send, reinterpret_cast<std::byte*>(data), points * sizeof(Point), peer, build_tag, mpi, requests);
+  };
+  for (std::size_t s = 0; s < next_sources.size(); ++s)
+    if (next_sources[s] != me)
+      post(false, next_ghosts.data() + next_source_offsets[s], next_source_offsets[s + 1] - next_source_offsets[s],
+           next_sources[s]);
+  for (std::size_t m = 0; m < next_destinations.size(); ++m) {
+    const std::size_t begin = next_destination_offsets[m], n = next_destination_offsets[m + 1] - begin;
+    if (next_destinations[m] == me) {
+      const auto s = static_cast<std::size_t>(std::lower_bound(next_sources.begin(), next_sources.end(), me) -
+                                              next_sources.begin());
+      std::copy_n(shifted_positions.begin() + static_cast<std::ptrdiff_t>(begin), n,
+                  next_ghosts.begin() + static_cast<std::ptrdiff_t>(next_source_offsets[s]));
+    } else {
+      post(true, shifted_positions.data() + begin, n, next_destinations[m]);
+    }
+  }
+  start_and_free(requests);
+
+  // Commit (nothing below throws but allocation).
+  free_channels();
+  local = positions.size();
+  std::swap(ghost_positions, next_ghosts);
+  scratch.ghosts = std::move(next_ghosts);
+  sources = std::move(next_sources);
+  source_offsets = std::move(next_source_offsets);
+  destinations = std::move(next_destinations);
+  destination_offsets = std::move(next_destination_offsets);
+  std::swap(send_indices, next_indices);
+  std::swap(send_shifts, next_shifts);
+  scratch.indices = std::move(next_indices);
+  scratch.shifts = std::move(next_shifts);
+  shifted.clear();
+  for (std::size_t k = 0; k < send_shifts.size(); ++k)
+    if (send_shifts[k] != Point{0, 0, 0}) shifted.push_back(k);
+  stats = {};
+  stats.local = local;
+  stats.ghosts = ghost_positions.size();
+  stats.sent = send_indices.size();
+  stats.boundary = boundary;
+  stats.send_ranks = static_cast<std::size_t>(std::count_if(destinations.begin(), destinations.end(),
+                                                            [me](int r) { return r != me; }));
+  stats.receive_ranks =
+      static_cast<std::size_t>(std::count_if(sources.begin(), sources.end(), [me](int r) { return r != me; }));
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+/// Multisection: every rank's box (or annular sector) and its images near the region.
+std::vector<Piece> multisection_pieces(const Multisection& decomposition, const std::array<bool, 3>& periodic,
+                                       const Box& region, double cutoff, int me, int ranks) {
+  const bool sectors = decomposition.geometry() == Geometry::cylindrical;
+  const Box& domain = decomposition.domain();
+  const auto images = images_of(periodic);
+  std::vector<Piece> pieces;
+  for (int r = 0; r < ranks; ++r) {
+    const Box box = decomposition.box(r);
+    for (int image : images) {
+      if (r == me && image == no_shift) continue;
+      const auto s = image_vector(image);
+      Point by;
+      for (int a = 0; a < 3; ++a) by[a] = -s[a] * domain.extent(a);
+      Piece piece{r, image, moved(box, by), {}};
+      piece.bounds = sectors ? sector_bounds(piece.box) : piece.box;
+      if (distance2(piece.bounds, region) <= cutoff * cutoff) pieces.push_back(piece);
+    }
+  }
+  return pieces;
+}
+
+/// Buckets: runs of buckets along x with one owner and image, near the region.
+std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const Box& region, double cutoff, int me) {
+  const Box& domain = decomposition.domain();
+  const auto& options = decomposition.options();
+  long first[3], last[3];
+  double width[3];
+  for (int a = 0; a < 3; ++a) {
+    const long n = options.buckets[a];
+    width[a] = domain.extent(a) / static_cast<double>(n);
+    first[a] = static_cast<long>(std::floor((region.lo[a] - cutoff - domain.lo[a]) / width[a]));
+    last[a] = static_cast<long>(std::floor((region.hi[a] + cutoff - domain.lo[a]) / width[a]));
+    first[a] = std::max(first[a], options.periodic[a] ? -n : 0L);
+    last[a] = std::min(last[a], options.periodic[a] ? 2 * n - 1 : n - 1);
+  }
+  std::vector<Piece> pieces;
+  for (long k = first[2]; k <= last[2]; ++k)
+    for (long j = first[1]; j <= last[1]; ++j) {
+      bool open = false;  // a run along x being extended
+      for (long i = first[0]; i <= last[0]; ++i) {
+        const long index[3] = {i, j, k};
+        long wrapped[3];
+        int image = 0, stride = 1;
+        Point by;
+        for (int a = 0; a < 3; ++a) {
+          const long n = options.buckets[a];
+          wrapped[a] = ((index[a] % n) + n) % n;
+          const long turns = (index[a] - wrapped[a]) / n;  // the bucket seen one period away
+          image += static_cast<int>(1 - turns) * stride;   // s = -turns
+          stride *= 3;
+          by[a] = static_cast<double>(turns) * domain.extent(a);
+        }
+        const int bucket = static_cast<int>(wrapped[0] + options.buckets[0] * (wrapped[1] + options.buckets[1] * wrapped[2]));
+        const int owner = decomposition.owner_of_bucket(bucket);
+        if (owner == me && image == no_shift) {
+          open = false;
+          continue;
+        }
+        const Box box = moved(decomposition.bucket_box(bucket), by);
+        if (distance2(box, region) > cutoff * cutoff) {
+          open = false;
+          continue;
+        }
+        if (open && pieces.back().rank == owner && pieces.back().image == image &&
+            pieces.back().box.hi[0] == box.lo[0]) {
+          pieces.back().box.hi[0] = pieces.back().bounds.hi[0] = box.hi[0];
+        } else {
+          pieces.push_back({owner, image, box, box});
+          open = true;
+        }
+      }
+    }
+  return pieces;
+}
+
+}  // namespace
+
+std::unique_ptr<GhostPlan::State> GhostPlan::connect(Comm& comm, const GhostOptions& options) {
+  auto state = std::make_unique<State>();
+  state->comm = &comm;
+  state->options = options;
+  auto& shared = comm.cached<GhostComm>();
+  state->mpi = shared.dup;
+  state->tag = 4 * (shared.plans++ % GhostComm::tag_sets);
+  return state;
+}
+
+GhostPlan::GhostPlan(Comm& comm, const Multisection& decomposition, std::span<const Point> positions,
+                     GhostOptions options)
+    : state_(connect(comm, options)) {
+  rebuild(decomposition, positions);
+}
+
+GhostPlan::GhostPlan(Comm& comm, const BucketDecomposition& decomposition, std::span<const Point> positions,
+                     GhostOptions options)
+    : state_(connect(comm, options)) {
+  rebuild(decomposition, positions);
+}
+
+GhostPlan::GhostPlan(GhostPlan&&) noexcept = default;
+GhostPlan& GhostPlan::operator=(GhostPlan&&) noexcept = default;
+GhostPlan::~GhostPlan() = default;
+
+void GhostPlan::rebuild(const Multisection& decomposition, std::span<const Point> positions) {
+  State& state = *state_;
+  const bool sectors = decomposition.geometry() == Geometry::cylindrical;
+  // Cylindrical: phi wraps by itself (a rotation is no shift); only z has images.
+  std::array<bool, 3> periodic = decomposition.options().periodic;
+  if (sectors) periodic = {false, false, periodic[2]};
+  state.build(positions, periodic, decomposition.domain(), sectors, [&](const Box& region) {
+    return multisection_pieces(decomposition, periodic, region, state.options.cutoff, state.rank(),
+                               state.comm->size());
+  });
+}
+
+void GhostPlan::rebuild(const BucketDecomposition& decomposition, std::span<const Point> positions) {
+  State& state = *state_;
+  state.build(positions, decomposition.options().periodic, decomposition.domain(), false, [&](const Box& region) {
+    return bucket_pieces(decomposition, region, state.options.cutoff, state.rank());
+  });
+}
+
+std::size_t GhostPlan::local_count() const noexcept { return state_->local; }
+std::size_t GhostPlan::ghost_count() const noexcept { return state_->ghost_positions.size(); }
+std::span<const Point> GhostPlan::ghost_positions() const noexcept { return state_->ghost_positions; }
+std::span<const int> GhostPlan::sources() const noexcept { return state_->sources; }
+std::span<const std::size_t> GhostPlan::source_offsets() const noexcept { return state_->source_offsets; }
+std::span<const int> GhostPlan::destinations() const noexcept { return state_->destinations; }
+std::span<const std::size_t> GhostPlan::destination_offsets() const noexcept { return state_->destination_offsets; }
+std::span<const std::size_t> GhostPlan::send_indices() const noexcept { return state_->send_indices; }
+std::span<const Point> GhostPlan::send_shifts() const noexcept { return state_->send_shifts; }
+const GhostStats& GhostPlan::stats() const noexcept { return state_->stats; }
+const GhostOptions& GhostPlan::options() const noexcept { return state_->options; }
+
+namespace {
+void start(std::vector<MPI_Request>& requests) {
+  if (!requests.empty())
+    check_mpi(MPI_Startall(static_cast<int>(requests.size()), requests.data()), "MPI_Startall");
+}
+void wait(std::vector<MPI_Request>& requests) {
+  if (!requests.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+}
+}  // namespace
+
+void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
+  State& state = *state_;
+  state.validate("GhostPlan::update", fields);
+  const int c = state.channel(false, fields);
+  auto& channel = state.channels[static_cast<std::size_t>(c)];
+  const std::size_t record = channel.record;
+  start(channel.receives);
+  const int me = state.rank();
+  const std::span<const std::size_t> indices(state.send_indices);
+  const std::span<const Point> shifts(state.send_shifts);
+  std::vector<std::size_t>& shifted = state.scratch_shifted;
+  for (std::size_t m = 0; m < state.destinations.size(); ++m) {
+    const std::size_t begin = state.destination_offsets[m], count = state.destination_offsets[m + 1] - begin;
+    // The copies of this message with a non-zero shift, relative to its start.
+    shifted.clear();
+    for (auto k = std::lower_bound(state.shifted.begin(), state.shifted.end(), begin);
+         k != state.shifted.end() && *k < begin + count; ++k)
+      shifted.push_back(*k - begin);
+    if (state.destinations[m] == me) {  // this rank's own images: straight into the ghost entries
+      const auto s = static_cast<std::size_t>(
+          std::lower_bound(state.sources.begin(), state.sources.end(), me) - state.sources.begin());
+      const std::size_t ghost = state.local + state.source_offsets[s];
+      for (const auto& field : fields)
+        gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted,
+               field.data + ghost * field.element_size);
+      continue;
+    }
+    std::byte* out = channel.owner_side.data() + begin * record;
+    for (const auto& field : fields) {
+      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, out);
+      out += count * field.element_size;
+    }
+  }
+  start(channel.sends);
+  state.active = c;
+  state.active_fields.assign(fields.begin(), fields.end());
+}
+
+void GhostPlan::finish() {
+  State& state = *state_;
+  if (state.active < 0 || state.channels[static_cast<std::size_t>(state.active)].reverse)
+    fail("GhostPlan::finish", "no update in flight (call begin() first)");
+  auto& channel = state.channels[static_cast<std::size_t>(state.active)];
+  state.active = -1;
+  wait(channel.receives);
+  wait(channel.sends);
+  if (!channel.fields.empty()) return;  // received in place
+  const std::size_t record = channel.record;
+  const int me = state.rank();
+  for (std::size_t s = 0; s < state.sources.size(); ++s) {
+    if (state.sources[s] == me) continue;
+    const std::size_t begin = state.source_offsets[s], count = state.source_offsets[s + 1] - begin;
+    const std::byte* in = channel.ghost_side.data() + begin * record;
+    for (const auto& field : state.active_fields) {
+      std::memcpy(field.data + (state.local + begin) * field.element_size, in, count * field.element_size);
+      in += count * field.element_size;
+    }
+  }
+}
+
+void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
+  State& state = *state_;
+  state.validate("GhostPlan::reverse", fields);
+  for (const auto& field : fields)
+    if (field.shift_at >= 0) fail("GhostPlan::reverse", "a shifted field has no reverse (positions are not summed)");
+  const int c = state.channel(true, fields);
+  auto& channel = state.channels[static_cast<std::size_t>(c)];
+  const std::size_t record = channel.record;
+  start(channel.receives);
+  const int me = state.rank();
+  for (std::size_t s = 0; s < state.sources.size(); ++s) {
+    const std::size_t begin = state.source_offsets[s], count = state.source_offsets[s + 1] - begin;
+    std::byte* out;
+    if (state.sources[s] == me) {
+      state.self.resize(count * record);
+      out = state.self.data();
+    } else if (channel.fields.empty()) {
+      out = channel.ghost_side.data() + begin * record;
+    } else {
+      continue;  // sent straight from the ghost entries
+    }
+    for (const auto& field : fields) {
+      const std::size_t bytes = count * field.element_size;
+      std::memcpy(out, field.data + (state.local + begin) * field.element_size, bytes);
+      out += bytes;
+    }
+  }
+  start(channel.sends);
+  state.active = c;
+  state.active_fields.assign(fields.begin(), fields.end());
+}
+
+std::vector<const std::byte*> GhostPlan::finish_reverse() {
+  State& state = *state_;
+  if (state.active < 0 || !state.channels[static_cast<std::size_t>(state.active)].reverse)
+    fail("GhostPlan::reverse_finish", "no reverse operation in flight (call reverse_begin() first)");
+  auto& channel = state.channels[static_cast<std::size_t>(state.active)];
+  state.active = -1;
+  wait(channel.receives);
+  wait(channel.sends);
+  std::vector<const std::byte*> arrived(state.destinations.size());
+  const int me = state.rank();
+  for (std::size_t m = 0; m < state.destinations.size(); ++m)
+    arrived[m] = state.destinations[m] == me
+                     ? state.self.data()
+                     : channel.owner_side.data() + state.destination_offsets[m] * channel.record;
+  return arrived;
+}
+
+}  // namespace domex

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// GhostPlan against brute force: every rank gathers every particle of every
+// rank, forms every periodic image, and keeps those within the cutoff of its
+// own domain (box, annular sector or union of buckets); the plan's ghosts must
+// be exactly that set (ids and shifted positions).
+#include <domex/comm/collective.hpp>
+#include <domex/ghost/ghost.hpp>
+#include <domex/migrate/migrate.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <random>
+#include <string>
+#include <tuple>
+
+namespace {
+
+using domex::Box;
+using domex::Point;
+
+constexpr double two_pi = 2 * std::numbers::pi;
+
+struct Ghost {
+  std::int64_t id;
+  Point position;
+};
+
+bool same(const Point& a, const Point& b) {
+  for (int c = 0; c < 3; ++c)
+    if (std::abs(a[c] - b[c]) > 1e-12 * (1 + std::abs(b[c]))) return false;
+  return true;
+}
+
+/// Sorted by id, then position (rounded, so that images of one particle sort alike on both sides).
+void sort_ghosts(std::vector<Ghost>& ghosts) {
+  std::sort(ghosts.begin(), ghosts.end(), [](const Ghost& a, const Ghost& b) {
+    if (a.id != b.id) return a.id < b.id;
+    for (int c = 0; c < 3; ++c) {
+      const double x = std::round(a.position[c] * 1e9), y = std::round(b.position[c] * 1e9);
+      if (x != y) return x < y;
+    }
+    return false;
+  });
+}
+
+double box_distance(const Point& p, const Box& box) {
+  double sum = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double d = p[a] < box.lo[a] ? box.lo[a] - p[a] : p[a] > box.hi[a] ? p[a] - box.hi[a] : 0.0;
+    sum += d * d;
+  }
+  return std::sqrt(sum);
+}
+
+/// Distance from p to the annular sector [r0, r1) x [phi0, phi1) x [z0, z1),
+/// by brute force over the sector's boundary (fine sampling refined by
+/// golden-section search on each edge), independent of the library's formula.
+double sector_distance(const Point& p, const Box& s) {
+  const double r = std::hypot(p[0], p[1]);
+  double phi = std::atan2(p[1], p[0]);
+  if (phi < 0) phi += two_pi;
+  const double dz = p[2] < s.lo[2] ? s.lo[2] - p[2] : p[2] > s.hi[2] ? p[2] - s.hi[2] : 0.0;
+  const bool inside_angle = s.hi[1] - s.lo[1] >= two_pi || (phi >= s.lo[1] && phi < s.hi[1]);
+  double planar;
+  if (inside_angle) {
+    planar = r < s.lo[0] ? s.lo[0] - r : r > s.hi[0] ? r - s.hi[0] : 0.0;
+  } else {
+    // Minimise |p - q| over q on the sector's boundary edges phi = phi0, phi1
+    // (points t in [r0, r1]) and the arcs (whose minimum outside the angles
+    // is at an end): sample, then refine.
+    planar = std::numeric_limits<double>::infinity();
+    for (double edge : {s.lo[1], s.hi[1]}) {
+      auto d = [&](double t) { return std::hypot(p[0] - t * std::cos(edge), p[1] - t * std::sin(edge)); };
+      double lo = s.lo[0], hi = s.hi[0];
+      for (int it = 0; it < 200; ++it) {  // convex in t: golden section
+        const double a = lo + (hi - lo) * 0.381966, b = lo + (hi - lo) * 0.618034;
+        (d(a) < d(b) ? hi : lo) = d(a) < d(b) ? b : a;
+      }
+      planar = std::min({planar, d(lo), d(s.lo[0]), d(s.hi[0])});
+    }
+  }
+  return std::hypot(planar, dz);
+}
+
+struct Particles {
+  std::vector<Point> x;
+  std::vector<std::int64_t> id;
+};
+
+/// Every (id, image position) within `cutoff` of this rank's domain,
+/// this rank's own particles unshifted excluded.
+template <class Distance>
+std::vector<Ghost> brute_force(const domex::Comm& comm, const Particles& mine, const Box& domain,
+                               std::array<bool, 3> periodic, double cutoff, const Distance& distance_to_mine) {
+  const auto all_x = comm.allgatherv(std::span<const Point>(mine.x));
+  const auto all_id = comm.allgatherv(std::span<const std::int64_t>(mine.id));
+  std::vector<Ghost> ghosts;
+  std::vector<std::int64_t> own(mine.id);
+  std::sort(own.begin(), own.end());
+  for (std::size_t n = 0; n < all_x.size(); ++n) {
+    Point w = all_x[n];
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a]) {
+        const double L = domain.extent(a);
+        w[a] = domain.lo[a] + std::fmod(w[a] - domain.lo[a], L);
+        if (w[a] < domain.lo[a]) w[a] += L;
+      }
+    const bool is_mine = std::binary_search(own.begin(), own.end(), all_id[n]);
+    for (int sz = -1; sz <= 1; ++sz)
+      for (int sy = -1; sy <= 1; ++sy)
+        for (int sx = -1; sx <= 1; ++sx) {
+          const int s[3] = {sx, sy, sz};
+          bool allowed = true;
+          Point q = w;
+          for (int a = 0; a < 3; ++a) {
+            if (s[a] && !periodic[a]) allowed = false;
+            q[a] += s[a] * domain.extent(a);
+          }
+          if (!allowed || (is_mine && !sx && !sy && !sz)) continue;
+          if (distance_to_mine(q) <= cutoff) ghosts.push_back({all_id[n], q});
+        }
+  }
+  sort_ghosts(ghosts);
+  return ghosts;
+}
+
+/// The plan's ghosts as (id, position): ids through update().
+std::vector<Ghost> plan_ghosts(domex::GhostPlan& plan, Particles& mine) {
+  std::vector<std::int64_t> id(mine.id);
+  id.resize(plan.size(), -1);
+  std::vector<Point> x(mine.x);
+  x.resize(plan.size(), Point{-1, -1, -1});
+  plan.update(domex::shifted(x), id);
+  std::vector<Ghost> ghosts;
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) {
+    const std::size_t at = plan.local_count() + g;
+    EXPECT_TRUE(same(x[at], plan.ghost_positions()[g])) << "ghost " << g;
+    ghosts.push_back({id[at], x[at]});
+  }
+  sort_ghosts(ghosts);
+  return ghosts;
+}
+
+void expect_same_ghosts(const std::vector<Ghost>& got, const std::vector<Ghost>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t n = 0; n < got.size(); ++n) {
+    EXPECT_EQ(got[n].id, expected[n].id) << "entry " << n;
+    EXPECT_TRUE(same(got[n].position, expected[n].position))
+        << "id " << got[n].id << ": (" << got[n].position[0] << ", " << got[n].position[1] << ", " << got[n].position[2]
+        << ") vs (" << expected[n].position[0] << ", " << expected[n].position[1] << ", " << expected[n].position[2]
+        << ")";
+  }
+}
+
+enum class Layout { uniform, clustered, one_rank };
+
+Particles make_particles(const domex::Comm& comm, const Box& domain, Layout layout, std::size_t count,
+                         std::uint64_t seed) {
+  Particles mine;
+  if (layout == Layout::one_rank && comm.rank() != 0) return mine;
+  if (layout == Layout::one_rank) count *= static_cast<std::size_t>(comm.size());
+  std::mt19937_64 random(seed + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (std::size_t n = 0; n < count; ++n) {
+    Point p;
+    for (int a = 0; a < 3; ++a) {
+      double t = u(random);
+      if (layout == Layout::clustered) t = 0.5 + 0.5 * t * t * t;  // crowded near the middle, one side
+      p[a] = domain.lo[a] + t * domain.extent(a);
+    }
+    mine.x.push_back(p);
+    mine.id.push_back(static_cast<std::int64_t>(comm.rank()) * 1000000 + static_cast<std::int64_t>(n));
+  }
+  return mine;
+}
+
+/// Moves the particles to their owners (the usual state before a build).
+template <class Decomposition>
+void migrate_to_owners(domex::Comm& comm, const Decomposition& decomposition, Particles& mine) {
+  domex::MigrationPlan migration(comm, decomposition, std::span<const Point>(mine.x));
+  domex::migrate(migration, mine.x, mine.id);
+}
+
+struct Case {
+  std::array<bool, 3> periodic;
+  double cutoff;
+  Layout layout;
+  bool migrate;
+};
+
+std::string describe(const Case& c) {
+  return "periodic " + std::to_string(c.periodic[0]) + std::to_string(c.periodic[1]) + std::to_string(c.periodic[2]) +
+         " cutoff " + std::to_string(c.cutoff) + " layout " + std::to_string(static_cast<int>(c.layout)) +
+         (c.migrate ? " migrated" : " not migrated");
+}
+
+const std::uint64_t seed = 20261125;
+
+TEST(GhostPlan, CartesianMultisectionEqualsBruteForce) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 2, 1}};
+  const std::vector<Case> cases = {
+      {{true, true, true}, 0.1, Layout::uniform, true},    {{true, true, true}, 0.45, Layout::uniform, true},
+      {{true, false, false}, 0.2, Layout::clustered, true}, {{false, false, false}, 1.6, Layout::uniform, true},
+      {{false, true, false}, 0.3, Layout::uniform, false},  {{true, true, true}, 0.25, Layout::one_rank, false},
+      {{false, false, false}, 0.15, Layout::clustered, false}};
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(describe(c));
+    domex::Multisection decomposition(comm, domain, {.periodic = c.periodic});
+    auto mine = make_particles(comm, domain, c.layout, 600, seed);
+    decomposition.rebalance(std::span<const Point>(mine.x));
+    if (c.migrate) migrate_to_owners(comm, decomposition, mine);
+    domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = c.cutoff});
+    const Box own = decomposition.box(comm.rank());
+    const auto expected = brute_force(comm, mine, domain, c.periodic, c.cutoff,
+                                      [&](const Point& q) { return box_distance(q, own); });
+    expect_same_ghosts(plan_ghosts(plan, mine), expected);
+    EXPECT_EQ(plan.stats().ghosts, expected.size());
+    // What is sent equals what is received, over all ranks.
+    const auto sent = comm.allreduce(plan.stats().sent, MPI_SUM), received = comm.allreduce(plan.stats().ghosts, MPI_SUM);
+    EXPECT_EQ(sent, received);
+  }
+}
+
+TEST(GhostPlan, CylindricalMultisectionEqualsBruteForce) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0.5, 0, 0}, {2, two_pi, 1}};  // (r, phi, z)
+  for (const double cutoff : {0.08, 0.3, 1.2}) {
+    for (const bool periodic_z : {false, true}) {
+      if (periodic_z && cutoff > 0.5) continue;
+      SCOPED_TRACE("cutoff " + std::to_string(cutoff) + (periodic_z ? " periodic z" : ""));
+      domex::Multisection decomposition(
+          comm, domain, {.periodic = {false, true, periodic_z}, .geometry = domex::Geometry::cylindrical});
+      Particles mine;
+      std::mt19937_64 random(seed + 7 + static_cast<std::uint64_t>(comm.rank()));
+      std::uniform_real_distribution<double> u(0.0, 1.0);
+      for (int n = 0; n < 500; ++n) {
+        const double r = 0.5 + 1.5 * std::sqrt(u(random)), phi = two_pi * u(random);
+        mine.x.push_back({r * std::cos(phi), r * std::sin(phi), u(random)});
+        mine.id.push_back(comm.rank() * 1000000 + n);
+      }
+      decomposition.rebalance(std::span<const Point>(mine.x));
+      migrate_to_owners(comm, decomposition, mine);
+      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
+      const Box own = decomposition.box(comm.rank());
+      // Cartesian z is the only axis with images; phi wraps by itself.
+      const Box cartesian{{-2, -2, 0}, {2, 2, 1}};
+      const auto expected = brute_force(comm, mine, cartesian, {false, false, periodic_z}, cutoff,
+                                        [&](const Point& q) { return sector_distance(q, own); });
+      expect_same_ghosts(plan_ghosts(plan, mine), expected);
+    }
+  }
+}
+
+TEST(GhostPlan, BucketDecompositionEqualsBruteForce) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 2}};
+  const std::vector<Case> cases = {{{true, true, true}, 0.1, Layout::uniform, true},
+                                   {{false, true, false}, 0.35, Layout::clustered, true},
+                                   {{false, false, false}, 0.9, Layout::uniform, true},
+                                   {{true, true, false}, 0.2, Layout::one_rank, false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(describe(c));
+    domex::BucketDecomposition decomposition(comm, domain, {.buckets = {6, 5, 10}, .periodic = c.periodic});
+    auto mine = make_particles(comm, domain, c.layout, 500, seed + 1);
+    decomposition.rebalance(std::span<const Point>(mine.x));
+    if (c.migrate) migrate_to_owners(comm, decomposition, mine);
+    domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = c.cutoff});
+    std::vector<Box> own;
+    for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
+    const auto expected = brute_force(comm, mine, domain, c.periodic, c.cutoff, [&](const Point& q) {
+      double best = std::numeric_limits<double>::infinity();
+      for (const Box& box : own) best = std::min(best, box_distance(q, box));
+      return best;
+    });
+    expect_same_ghosts(plan_ghosts(plan, mine), expected);
+  }
+}
+
+struct Atom {
+  double mass;
+  Point position;
+  std::int64_t id;
+};
+
+TEST(GhostPlan, UpdateCarriesManyFieldsAndStructsAndReverseSumsIntoOwners) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  domex::Multisection decomposition(comm, domain, {.periodic = {true, true, false}});
+  auto mine = make_particles(comm, domain, Layout::uniform, 800, seed + 2);
+  decomposition.rebalance(std::span<const Point>(mine.x));
+  migrate_to_owners(comm, decomposition, mine);
+  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.2});
+  const std::size_t local = plan.local_count(), size = plan.size();
+
+  // Structs with a position member, and separate arrays of several types, in one update.
+  std::vector<Atom> atoms(size);
+  std::vector<float> charge(size, -1);
+  std::vector<std::array<double, 3>> velocity(size);
+  for (std::size_t i = 0; i < local; ++i) {
+    atoms[i] = {1.0 + static_cast<double>(mine.id[i] % 7), mine.x[i], mine.id[i]};
+    charge[i] = static_cast<float>(mine.id[i] % 13);
+    velocity[i] = {static_cast<double>(mine.id[i]), 2.0, -static_cast<double>(mine.id[i])};
+  }
+  plan.update(domex::shifted(atoms, &Atom::position), charge, velocity);
+  // A plan built from the structs themselves (a member pointer as projection) is the same plan.
+  const domex::GhostPlan from_structs(comm, decomposition, std::span<const Atom>(atoms.data(), local), &Atom::position,
+                                      {.cutoff = 0.2});
+  EXPECT_EQ(from_structs.ghost_count(), plan.ghost_count());
+  EXPECT_TRUE(std::equal(from_structs.send_indices().begin(), from_structs.send_indices().end(),
+                         plan.send_indices().begin(), plan.send_indices().end()));
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) {
+    const Atom& atom = atoms[local + g];
+    EXPECT_TRUE(same(atom.position, plan.ghost_positions()[g]));
+    EXPECT_EQ(atom.mass, 1.0 + static_cast<double>(atom.id % 7));
+    EXPECT_EQ(charge[local + g], static_cast<float>(atom.id % 13));
+    EXPECT_EQ(velocity[local + g][0], static_cast<double>(atom.id));
+    EXPECT_EQ(velocity[local + g][2], -static_cast<double>(atom.id));
+  }
+
+  // Reverse: every ghost holds (its rank + 1) and id; owners receive the sums.
+  std::vector<double> weight(size, 0);
+  std::vector<std::array<std::int64_t, 2>> pair(size, {0, 0});
+  for (std::size_t i = 0; i < local; ++i) weight[i] = 0.5, pair[i] = {1, 0};
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) {
+    weight[local + g] = comm.rank() + 1;
+    pair[local + g] = {1, atoms[local + g].id};
+  }
+  plan.reverse_sum(weight, pair);
+  // Expected: per id, the sum over every rank's ghost copies of that rank + 1.
+  std::vector<std::int64_t> ghost_ids;
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) ghost_ids.push_back(atoms[local + g].id);
+  const auto all_ghost_ids = comm.allgatherv(std::span<const std::int64_t>(ghost_ids));
+  const auto counts = comm.allgather(ghost_ids.size());
+  std::map<std::int64_t, std::pair<double, std::int64_t>> expected;  // id -> (sum of rank + 1, copies)
+  std::size_t at = 0;
+  for (int r = 0; r < comm.size(); ++r)
+    for (std::size_t n = 0; n < counts[static_cast<std::size_t>(r)]; ++n, ++at) {
+      expected[all_ghost_ids[at]].first += r + 1;
+      expected[all_ghost_ids[at]].second += 1;
+    }
+  for (std::size_t i = 0; i < local; ++i) {
+    const auto found = expected.find(mine.id[i]);
+    const double sum = found == expected.end() ? 0 : found->second.first;
+    const std::int64_t copies = found == expected.end() ? 0 : found->second.second;
+    EXPECT_EQ(weight[i], 0.5 + sum) << "id " << mine.id[i];
+    EXPECT_EQ(pair[i][0], 1 + copies);
+    EXPECT_EQ(pair[i][1], copies * mine.id[i]);
+  }
+  // A user-given operation: the maximum.
+  std::vector<double> top(size, 0);
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) top[local + g] = comm.rank() + 1;
+  plan.reverse([](double& owner, const double& ghost) { owner = std::max(owner, ghost); }, top);
+  for (std::size_t i = 0; i < local; ++i) {
+    const auto found = expected.find(mine.id[i]);
+    if (found == expected.end()) EXPECT_EQ(top[i], 0);
+    else EXPECT_GE(top[i], 1);
+  }
+  // Overlap form: begin, work, finish.
+  std::vector<double> mass(size, 0);
+  for (std::size_t i = 0; i < local; ++i) mass[i] = atoms[i].mass;
+  plan.begin(mass);
+  plan.finish();
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g) EXPECT_EQ(mass[local + g], atoms[local + g].mass);
+}
+
+TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  domex::Multisection decomposition(comm, domain, {.periodic = {true, true, true}});
+  auto mine = make_particles(comm, domain, Layout::uniform, 300, seed + 3);
+  decomposition.rebalance(std::span<const Point>(mine.x));
+  migrate_to_owners(comm, decomposition, mine);
+  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.15});
+  const int bad = comm.size() - 1;
+  auto expect_everywhere = [&](auto&& call, const std::string& text) {
+    std::string message;
+    try {
+      call();
+    } catch (const domex::Error& error) {
+      message = error.what();
+    }
+    EXPECT_NE(message.find(text), std::string::npos) << "got: '" << message << "', expected '" << text << "'";
+  };
+  // Cutoffs: NaN, zero, negative, over half the period; different on one rank.
+  for (const double cutoff : {std::nan(""), 0.0, -1.0, 0.51}) {
+    const double mine_cutoff = comm.rank() == bad ? cutoff : 0.1;
+    expect_everywhere([&] { domex::GhostPlan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = mine_cutoff}); },
+                      "cutoff");
+  }
+  if (comm.size() > 1)
+    expect_everywhere(
+        [&] {
+          domex::GhostPlan(comm, decomposition, std::span<const Point>(mine.x),
+                           {.cutoff = comm.rank() == bad ? 0.2 : 0.1});
+        },
+        "different cutoffs");
+  // A NaN position: named on every rank.
+  auto broken = mine.x;
+  if (comm.rank() == bad) broken.push_back({0.5, std::nan(""), 0.5});
+  expect_everywhere([&] { plan.rebuild(decomposition, std::span<const Point>(broken)); }, "NaN");
+  // The plan survived the failed rebuild: a field of the wrong length on one rank.
+  std::vector<double> field(plan.size(), 1.0);
+  if (comm.rank() == bad) field.resize(plan.size() + 1);
+  expect_everywhere([&] { plan.update(field); }, "entries");
+  expect_everywhere([&] { plan.reverse_sum(field); }, "entries");
+  // The particle count changed (a migration) without a rebuild.
+  std::vector<std::int64_t> ids(mine.id);
+  if (comm.rank() == bad) ids.pop_back();
+  ids.resize(ids.size() + plan.ghost_count());
+  expect_everywhere([&] { plan.update(ids); }, "rebuild");
+  // Still usable: a correct update and a rebuild work.
+  field.assign(plan.size(), 0.0);
+  for (std::size_t i = 0; i < plan.local_count(); ++i) field[i] = static_cast<double>(mine.id[i]);
+  std::vector<std::int64_t> good_ids(mine.id);
+  good_ids.resize(plan.size(), -1);
+  plan.update(field, good_ids);
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g)
+    EXPECT_EQ(field[plan.local_count() + g], static_cast<double>(good_ids[plan.local_count() + g]));
+  plan.rebuild(decomposition, std::span<const Point>(mine.x));
+  const Box own = decomposition.box(comm.rank());
+  expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, {true, true, true}, 0.15,
+                                                          [&](const Point& q) { return box_distance(q, own); }));
+}
+
+TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
+  // Particles on a lattice in one plane (as a 2-D MPS or SPH code keeps
+  // them): the search region is flat; ghosts still equal brute force.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 0.1}};
+  for (const bool buckets : {false, true}) {
+    SCOPED_TRACE(buckets ? "buckets" : "multisection");
+    Particles mine;
+    if (comm.rank() == 0)
+      for (int j = 0; j < 40; ++j)
+        for (int i = 0; i < 40; ++i) {
+          mine.x.push_back({(i + 0.5) / 40, (j + 0.5) / 40, 0.05});
+          mine.id.push_back(j * 40 + i);
+        }
+    const std::array<bool, 3> periodic{true, false, false};
+    auto check = [&](const auto& decomposition, auto&& distance) {
+      migrate_to_owners(comm, decomposition, mine);
+      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.1234});
+      expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, 0.1234, distance));
+    };
+    if (buckets) {
+      domex::BucketDecomposition decomposition(comm, domain, {.buckets = {10, 10, 1}, .periodic = periodic});
+      decomposition.rebalance(std::span<const Point>(mine.x));
+      std::vector<Box> own;
+      for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
+      check(decomposition, [&](const Point& q) {
+        double best = std::numeric_limits<double>::infinity();
+        for (const Box& box : own) best = std::min(best, box_distance(q, box));
+        return best;
+      });
+    } else {
+      domex::Multisection decomposition(comm, domain, {.divisions = {0, 0, 1}, .periodic = periodic});
+      decomposition.rebalance(std::span<const Point>(mine.x));
+      const Box own = decomposition.box(comm.rank());
+      check(decomposition, [&](const Point& q) { return box_distance(q, own); });
+    }
+  }
+}
+
+TEST(GhostPlan, EmptyRanksAndNoGhosts) {
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  domex::BucketDecomposition decomposition(comm, domain, {.buckets = {4, 4, 4}});
+  Particles none;
+  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(none.x), {.cutoff = 0.3});
+  EXPECT_EQ(plan.size(), 0u);
+  std::vector<double> field;
+  plan.update(field);
+  plan.reverse_sum(field);
+}
+
+}  // namespace
