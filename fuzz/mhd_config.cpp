@@ -2,7 +2,7 @@
 // Fuzzes domex-mhd's command line and INI parser and the configuration check
 // behind it, on one rank. First byte even: the rest is an INI file; odd: the
 // rest is argv, one argument per line. Parsing must end in a parse error, a
-// domex::Error from validate(), or a valid Config; never a crash, a hang or
+// domex::Error from a check of a value or from validate(), or a valid Config; never a crash, a hang or
 // undefined behaviour. Nothing is written (the output folder is cleared
 // before validate()).
 
@@ -40,6 +40,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       app->parse(reversed);
     }
   } catch (const CLI::Error&) {
+    return 0;
+  } catch (const domex::Error&) {  // a value refused as typed (apps::whole_number)
     return 0;
   }
   domex::mhd::Config config = line.finish();

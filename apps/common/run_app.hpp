@@ -11,9 +11,19 @@
 
 namespace domex::apps {
 
+/// Bad input found only once the run has begun (a checkpoint that does not
+/// fit the run, read after the solver is built): run_app() exits with 2 for
+/// it, as for every other bad input. Thrown the same on every rank.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Parses argv with `app` (--help: exit 0; a parse error: CLI11's message,
+/// exit 2; a domex::Error from a check such as whole_number(): its message,
 /// exit 2), then `validate()` (a domex::Error: its message, exit 2, nothing
-/// written), then `simulate()` (a domex::Error: its message, exit 1). Every
+/// written), then `simulate()` (a domex::Error: its message, exit 1; an
+/// InputError: exit 2). Every
 /// rank parses the same arguments and the checks are collective, so every
 /// rank takes the same branch; only rank 0 prints.
 template <class Validate, class Simulate>
@@ -24,6 +34,9 @@ int run_app(const Comm& comm, CLI::App& app, int argc, char** argv, Validate&& v
   } catch (const CLI::ParseError& error) {
     const int code = root ? app.exit(error) : error.get_exit_code();
     return code == 0 ? 0 : 2;
+  } catch (const Error& error) {
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 2;
   }
   try {
     validate();
@@ -33,6 +46,9 @@ int run_app(const Comm& comm, CLI::App& app, int argc, char** argv, Validate&& v
   }
   try {
     simulate();
+  } catch (const InputError& error) {
+    if (root) std::fprintf(stderr, "%s\n", error.what());
+    return 2;
   } catch (const Error& error) {
     if (root) std::fprintf(stderr, "%s\n", error.what());
     return 1;

@@ -3,26 +3,43 @@
 
 #include <algorithm>
 
+#include "options.hpp"  // whole_number
+
 namespace domex::mhd {
 namespace {
 
 /// Adds every Config field as a flag; the config file uses the same names.
 void add_options(CLI::App& app, Config& config, std::vector<long>& cells, std::vector<int>& dims) {
-  app.add_option("--cells", cells, "global cells NX NY NZ")->expected(3)->capture_default_str();
-  app.add_option("--steps", config.steps, "time steps")->capture_default_str();
-  app.add_option("--depth", config.depth, "ghost layers k = steps between exchanges (0: automatic)")
+  app.add_option("--cells", cells, "global cells NX NY NZ")
+      ->expected(3)
+      ->check(apps::whole_number<long>("domex-mhd", "--cells"))
       ->capture_default_str();
-  app.add_option("--dims", dims, "ranks per axis (0: automatic)")->expected(3)->capture_default_str();
+  app.add_option("--steps", config.steps,
+                 "the run ends at step N, counted from step 0, also after --restart (a checkpoint at step 8 and "
+                 "--steps 16: 8 more steps), as in domex-ring")
+      ->check(apps::whole_number<long>("domex-mhd", "--steps"))
+      ->capture_default_str();
+  app.add_option("--depth", config.depth, "ghost layers k = steps between exchanges (0: automatic)")
+      ->check(apps::whole_number<int>("domex-mhd", "--depth"))
+      ->capture_default_str();
+  app.add_option("--dims", dims, "ranks per axis (0: automatic)")
+      ->expected(3)
+      ->check(apps::whole_number<int>("domex-mhd", "--dims"))
+      ->capture_default_str();
   app.add_option("--problem", config.problem, "magnetosphere | periodic-wave")->capture_default_str();
   app.add_option("--output", config.output, "output folder (empty: write nothing)")->capture_default_str();
-  app.add_option("--image-every", config.image_every, "slice PNG every N steps (0: none)")->capture_default_str();
+  app.add_option("--image-every", config.image_every, "slice PNG every N steps (0: none)")
+      ->check(apps::whole_number<long>("domex-mhd", "--image-every"))
+      ->capture_default_str();
   app.add_option("--snapshot-every", config.snapshot_every, "VTK snapshot every N steps (0: none)")
+      ->check(apps::whole_number<long>("domex-mhd", "--snapshot-every"))
       ->capture_default_str();
   app.add_option("--snapshot-format", config.snapshot_format,
                  "vtk (legacy VTK) | hdf5 (parallel HDF5 + XDMF sidecar for ParaView)")
       ->capture_default_str();
   app.add_option("--checkpoint-every", config.checkpoint_every,
                  "checkpoint (all fields, float64) every N steps and at the end (0: none)")
+      ->check(apps::whole_number<long>("domex-mhd", "--checkpoint-every"))
       ->capture_default_str();
   app.add_option("--restart", config.restart,
                  "checkpoint file to go on from (any np, dims, depth); --steps counts from step 0");

@@ -33,17 +33,24 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
   const bool root = comm.rank() == 0;
   const fs::path folder = config.output;
   const bool writing = !config.output.empty();
-  if (writing)
+  Solver solver(comm, config);
+  if (!config.restart.empty()) {
+    // A missing, short or mismatched checkpoint is bad input: exit status 2
+    // (the same verdict on every rank: read_checkpoint agrees on it).
+    try {
+      read_checkpoint(solver, config.restart);  // collective; any np, dims, depth
+    } catch (const domex::Error& error) {
+      throw domex::apps::InputError(error.what());
+    }
+    if (solver.steps() > config.steps)
+      throw domex::apps::InputError(fmt::format(
+          "domex-mhd: --restart {}: the checkpoint is at step {}, beyond --steps {} (--steps counts from step 0)",
+          config.restart, solver.steps(), config.steps));
+  }
+  if (writing)  // after the checkpoint is read: bad input writes nothing
     collectively(comm, [&] {
       if (root) fs::create_directories(folder);
     });
-
-  Solver solver(comm, config);
-  if (!config.restart.empty()) {
-    read_checkpoint(solver, config.restart);  // collective; any np, dims, depth
-    if (solver.steps() > config.steps)
-      domex::fail("restart", fmt::format("{} is at step {}, beyond --steps {}", config.restart, solver.steps(), config.steps));
-  }
   const long first_step = solver.steps();
   domex::Profile& profile = solver.profile();
   const auto output = [&] {

@@ -2,6 +2,10 @@
 #include "cli.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "options.hpp"  // whole_number
 
 namespace domex::ring {
 
@@ -17,11 +21,22 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
   app->allow_config_extras(CLI::config_extras_mode::error);
   Config& c = line.config;
+  // Every integer option is checked as typed (apps::whole_number).
   const auto option = [&](const char* name, auto& value, const char* help, const char* group) {
-    app->add_option(name, value, help)->capture_default_str()->group(group);
+    CLI::Option* added = app->add_option(name, value, help)->capture_default_str()->group(group);
+    using T = std::remove_reference_t<decltype(value)>;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+      added->check(apps::whole_number<T>("domex-ring", name));
   };
-  option("--particles", c.particles, "ring particles N", "Run");
-  option("--steps", c.steps, "time steps", "Run");
+  line.particles = app->add_option("--particles", c.particles,
+                                    "ring particles N (with --restart: the checkpoint's count; if given, it must match)")
+                       ->capture_default_str()
+                       ->group("Run")
+                       ->check(apps::whole_number<std::uint64_t>("domex-ring", "--particles", 1, std::uint64_t{1} << 40));
+  option("--steps", c.steps,
+         "the run ends at step N, counted from step 0, also after --restart (a checkpoint at step 8 and --steps 16: "
+         "8 more steps), as in domex-mhd; --compare-legacy: steps timed per case",
+         "Run");
   option("--seed", c.seed, "initial conditions seed (the state depends only on it and the particle id)", "Run");
   option("--output", c.output, "output folder (empty: write nothing)", "Run");
   option("--snapshot-every", c.snapshot_every, "snapshot every N steps and at the end (0: none)", "Run");
@@ -29,7 +44,11 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
          "vtk (legacy VTK) | hdf5 (parallel HDF5 + XDMF sidecar for ParaView)", "Run");
   option("--image-every", c.image_every, "top-down density PNG every N steps and at the end (0: none)", "Run");
   option("--checkpoint-every", c.checkpoint_every, "checkpoint every N steps (0: none)", "Run");
-  option("--restart", c.restart, "continue from this checkpoint folder", "Run");
+  option("--restart", c.restart,
+         "continue from this checkpoint folder, written by any number of ranks. On the np, --divisions and tree "
+         "options that wrote it: bitwise the uninterrupted run. On another np: the particles are redistributed by "
+         "the decomposition and the run goes on with the same physics, forces to the tree's accuracy (not bitwise)",
+         "Run");
   option("--energy-every", c.energy_every, "energy check every N steps (0: with the progress lines, -1: start and end only)", "Run");
   option("--legacy", c.legacy,
          "slow paths to switch on: alltoall-exchange,alltoallv-let,merge-sort,bcast-decompose | all | none", "Run");
@@ -59,6 +78,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   option("--threads", c.threads, "OpenMP threads per rank (0: cores / ranks on the node)", "Tree");
   option("--rebalance-every", c.rebalance_every, "rebalance the domains every N steps", "Decomposition");
   app->add_option("--divisions", line.divisions, "sections in r, phi, z (0: chosen)")
+      ->check(apps::whole_number<int>("domex-ring", "--divisions"))
       ->expected(3)
       ->capture_default_str()
       ->group("Decomposition");

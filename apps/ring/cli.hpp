@@ -16,8 +16,12 @@ struct CommandLine {
   Config config;
   std::vector<int> divisions{config.divisions.begin(), config.divisions.end()};
   bool verify = false;
+  CLI::Option* particles = nullptr;  ///< set by make_app()
   /// The Config with the parsed divisions in place.
   [[nodiscard]] Config finish() const;
+  /// Whether --particles was given (flag or INI key): with --restart it must
+  /// then equal the checkpoint's count, which is taken otherwise.
+  [[nodiscard]] bool particles_given() const { return particles != nullptr && particles->count() > 0; }
 };
 
 /// The parser, bound to `line` (which must outlive it). Unknown INI keys are

@@ -158,8 +158,6 @@ Derived validate(const Config& config, const Comm& comm) {
       const std::string why = apps::output_problem(config.output);
       if (!why.empty()) reject(fmt::format("--output {}: cannot create the folder: {}", config.output, why));
     }
-    if (!config.restart.empty() && !std::filesystem::is_regular_file(std::filesystem::path(config.restart) / "meta.txt"))
-      reject(fmt::format("--restart {}: not a checkpoint folder (no meta.txt)", config.restart));
   });
   return d;
 }

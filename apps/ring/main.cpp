@@ -3,7 +3,9 @@
 // self-gravity, inelastic contacts) on a cylindrical multisection.
 //   scripts/run -n 2 domex-ring --particles 100000 --steps 64 --output results/ring
 //   scripts/run -n 2 domex-ring --compare-legacy --steps 16   # the before/after table, results/ring/ring-legacy.json
-// Exit codes: 0 done, 1 the run failed, 2 bad arguments.
+//   scripts/run -n 3 domex-ring --restart results/ring/checkpoint_000064 --steps 128   # any np
+// Exit codes: 0 done, 1 the run failed, 2 bad arguments (a missing, damaged or
+// mismatched checkpoint among them).
 
 #include <fmt/format.h>
 #include <mpi.h>
@@ -18,9 +20,11 @@
 #include <filesystem>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "cli.hpp"
 #include "config.hpp"
 #include "files.hpp"
@@ -159,7 +163,8 @@ void compare_legacy(domex::Comm& comm, Config config) {
 }
 
 /// The whole run after validation. Collective; throws domex::Error on every rank.
-void simulate(domex::Comm& comm, const Config& config, const Derived& derived, bool verify) {
+void simulate(domex::Comm& comm, const Config& config, const Derived& derived, std::optional<Checkpoint> checkpoint,
+              bool verify) {
   const bool root = comm.rank() == 0;
   const fs::path folder = config.output;
   const bool writing = !config.output.empty();
@@ -167,7 +172,10 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
     domex::collectively(comm, [&] {
       if (root) fs::create_directories(folder);
     });
-  Ring ring(comm, config, derived);
+  Ring ring = [&] {
+    if (checkpoint) return Ring(comm, config, derived, std::move(*checkpoint));
+    return Ring(comm, config, derived);
+  }();
   const Energy initial = ring.energy();
   if (root)
     fmt::print(stderr,
@@ -176,7 +184,7 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
                config.particles, comm.size(), derived.divisions[0], derived.divisions[1], derived.divisions[2],
                ring.tree().threads(), config.dt, derived.particle_radius, to_string(derived.legacy),
                config.restart.empty() ? "" : fmt::format(", restarted at step {}", ring.steps()));
-  const long first = ring.steps(), last = first + config.steps;
+  const long first = ring.steps(), last = config.steps;  // --steps counts from step 0, also after a restart
   const auto due = [&](long every) { return every > 0 && (ring.steps() % every == 0 || ring.steps() == last); };
   std::vector<Json> energies;
   const auto energy_line = [&](const Energy& e) {
@@ -190,7 +198,7 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, b
   ring.profile().clear();
   domex::Profile output_profile;
   double wall = 0;
-  const long progress = std::max(1L, config.steps / 10);
+  const long progress = std::max(1L, (last - first) / 10);
   while (ring.steps() < last) {
     comm.barrier();
     const double start = MPI_Wtime();
@@ -287,17 +295,24 @@ int run(int argc, char** argv) {
   auto app = make_app(line);
   Config config;
   Derived derived;
+  std::optional<Checkpoint> checkpoint;
   return domex::apps::run_app(
       comm, *app, argc, argv,
       [&] {
         config = line.finish();
+        // A checkpoint is input: missing, damaged or mismatched, it exits
+        // with 2 like any bad value. Its meta.txt sets --particles, which
+        // the derived values (particle radius and mass) need.
+        std::optional<CheckpointInfo> info;
+        if (!config.restart.empty()) info = read_checkpoint_info(comm, config, line.particles_given());
         derived = validate(config, comm);
+        if (info) checkpoint = read_checkpoint(comm, config, derived, std::move(*info));
       },
       [&] {
         if (config.compare_legacy)
           compare_legacy(comm, config);
         else
-          simulate(comm, config, derived, line.verify);
+          simulate(comm, config, derived, std::move(checkpoint), line.verify);
       });
 }
 

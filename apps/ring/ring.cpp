@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "ring.hpp"
 
+#include "checkpoint.hpp"
 #include "files.hpp"
 
 #include <domex/comm/collective.hpp>
@@ -111,6 +112,20 @@ Ring::Ring(Comm& comm, const Config& config, const Derived& derived)
   start();
 }
 
+Ring::Ring(Comm& comm, const Config& config, const Derived& derived, Checkpoint checkpoint)
+    : comm_(comm), config_(config), derived_(derived) {
+  setup();
+  adopt(std::move(checkpoint));
+  start();
+}
+
+void Ring::adopt(Checkpoint&& checkpoint) {
+  steps_ = checkpoint.info.step;
+  particles_ = std::move(checkpoint.particles);
+  dissipated_ = checkpoint.dissipated;
+  restored_cuts_ = std::move(checkpoint.cuts);
+}
+
 void Ring::setup() {
   const double reach = derived_.domain_radius;
   MultisectionOptions decomposition{.divisions = derived_.divisions, .geometry = Geometry::cylindrical};
@@ -152,65 +167,19 @@ void Ring::setup_particles() {
     }
     p.acceleration.assign(p.size(), Point{0, 0, 0});
   } else {
-    // meta.txt was checked by validate(); the rank files are read here, and
-    // one rank's problem is an error on every rank.
-    const std::filesystem::path folder = config_.restart;
-    collectively(comm_, [&] {
-      std::ifstream meta(folder / "meta.txt");
-      std::string word;
-      long step = -1;
-      int ranks = -1;
-      std::uint64_t count = 0;
-      while (meta >> word) {
-        if (word == "step") meta >> step;
-        else if (word == "ranks") meta >> ranks;
-        else if (word == "particles") meta >> count;
-      }
-      if (step < 0 || ranks < 1)
-        apps::fail_app("domex-ring", fmt::format("--restart {}: meta.txt has no step or ranks line", folder.string()));
-      if (ranks != comm_.size())
-        apps::fail_app("domex-ring", fmt::format("--restart {}: written by {} ranks, this run has {} (run with -n {})",
-                                       folder.string(), ranks, comm_.size(), ranks));
-      if (count != config_.particles)
-        apps::fail_app("domex-ring", fmt::format("--restart {}: holds {} particles, --particles is {}", folder.string(), count,
-                                       config_.particles));
-      steps_ = step;
-      const auto file = folder / fmt::format("rank_{:06}.bin", comm_.rank());
-      std::ifstream in(file, std::ios::binary);
-      std::uint64_t n = 0;
-      in.read(reinterpret_cast<char*>(&n), sizeof n);
-      if (!in || n > config_.particles) apps::fail_app("domex-ring", fmt::format("--restart: {} is unreadable", file.string()));
-      p.position.resize(n);
-      p.velocity.resize(n);
-      p.acceleration.resize(n);
-      p.id.resize(n);
-      in.read(reinterpret_cast<char*>(p.position.data()), static_cast<std::streamsize>(n * sizeof(Point)));
-      in.read(reinterpret_cast<char*>(p.velocity.data()), static_cast<std::streamsize>(n * sizeof(Point)));
-      in.read(reinterpret_cast<char*>(p.acceleration.data()), static_cast<std::streamsize>(n * sizeof(Point)));
-      in.read(reinterpret_cast<char*>(p.id.data()), static_cast<std::streamsize>(n * sizeof(std::uint64_t)));
-      in.read(reinterpret_cast<char*>(&dissipated_), sizeof dissipated_);
-      if (!in) apps::fail_app("domex-ring", fmt::format("--restart: {} is truncated", file.string()));
-      // The decomposition as it was: a rebalance now could cut elsewhere
-      // (sampled cuts, or particles since redistributed).
-      std::ifstream cuts(folder / "cuts.bin", std::ios::binary | std::ios::ate);
-      const auto bytes = static_cast<std::size_t>(std::max<std::streamoff>(0, cuts.tellg()));
-      restored_cuts_.resize(bytes / sizeof(double));
-      cuts.seekg(0);
-      cuts.read(reinterpret_cast<char*>(restored_cuts_.data()), static_cast<std::streamsize>(bytes));
-      if (!cuts || restored_cuts_.empty())
-        apps::fail_app("domex-ring", fmt::format("--restart: {} is missing or unreadable", (folder / "cuts.bin").string()));
-    });
-    if (global_count() != config_.particles)
-      apps::fail_app("domex-ring", fmt::format("--restart {}: the rank files do not hold {} particles", folder.string(),
-                                     config_.particles));
+    Config config = config_;
+    CheckpointInfo info = read_checkpoint_info(comm_, config, true);
+    adopt(read_checkpoint(comm_, config, derived_, std::move(info)));
   }
 }
 
 void Ring::start() {
   start_step_ = steps_;
   // The state at a step that rebalances: cuts, owners and the lists are
-  // built as the uninterrupted run built them (a restart continues bitwise:
-  // the saved cuts, a migration that moves nobody, the same lists).
+  // built as the uninterrupted run built them (a restart on the same ranks
+  // continues bitwise: the saved cuts, a migration that moves nobody, the
+  // same lists; on other ranks the domains are rebalanced and the particles
+  // migrate to them).
   if (restored_cuts_.empty()) {
     decompose();
   } else {
@@ -409,15 +378,16 @@ Energy Ring::energy() {
   return {local[0], local[1], local[2], local[3], local[4]};
 }
 
-std::uint64_t Ring::checksum() const {
-  const Particles& p = particles_;
+std::uint64_t Ring::checksum() const { return ring::checksum(comm_, particles_); }
+
+std::uint64_t checksum(const Comm& comm, const Particles& p) {
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < p.size(); ++i) {
     std::uint64_t h = mix(p.id[i]);
     for (int a = 0; a < 3; ++a) h = mix(h ^ bits_of(p.position[i][a])), h = mix(h ^ bits_of(p.velocity[i][a]));
     sum += h;
   }
-  return comm_.allreduce(sum, MPI_SUM);
+  return comm.allreduce(sum, MPI_SUM);
 }
 
 std::uint64_t Ring::global_count() const {
@@ -451,6 +421,7 @@ void Ring::write_checkpoint(const std::filesystem::path& folder) const {
     out.close();
     if (!out) apps::fail_app("domex-ring", fmt::format("checkpoint: cannot write {}", file.string()));
   });
+  const std::uint64_t sum = checksum();  // collective
   collectively(comm_, [&] {
     if (comm_.rank() != 0) return;
     {
@@ -461,8 +432,12 @@ void Ring::write_checkpoint(const std::filesystem::path& folder) const {
     }
     {
       std::ofstream meta(part / "meta.txt");
-      meta << "domex-ring checkpoint\nstep " << steps_ << "\nranks " << comm_.size() << "\nparticles "
-           << config_.particles << "\n";
+      // See checkpoint.hpp; doubles in hex: a restart compares them bitwise.
+      std::string text = fmt::format(
+          "domex-ring checkpoint\nstep {}\nranks {}\nparticles {}\ndivisions {} {} {}\nchecksum {:016x}\n", steps_,
+          comm_.size(), config_.particles, derived_.divisions[0], derived_.divisions[1], derived_.divisions[2], sum);
+      for (const auto& [flag, value] : physics_of(config_)) text += fmt::format("{} {:a}\n", flag, value);
+      meta << text;
       if (!meta) apps::fail_app("domex-ring", fmt::format("checkpoint: cannot write {}", (part / "meta.txt").string()));
     }
     fs::remove_all(folder);

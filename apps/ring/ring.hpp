@@ -28,6 +28,13 @@ struct Particles {
   [[nodiscard]] std::size_t size() const noexcept { return id.size(); }
 };
 
+/// Collective: an order-independent hash of every particle's id, position
+/// and velocity bits over all ranks: equal iff the states are bitwise equal
+/// (up to hash collisions), whatever the distribution over ranks.
+[[nodiscard]] std::uint64_t checksum(const Comm& comm, const Particles& particles);
+
+struct Checkpoint;  // checkpoint.hpp
+
 /// Energies summed over all ranks. `dissipated` is what the dashpots took
 /// out since the start (tracked each step); total() + dissipated is
 /// conserved up to the integration and tree errors.
@@ -57,8 +64,13 @@ class Ring {
  public:
   /// Collective. A new ring from `config` (each rank generates a share of
   /// the ids, then decomposes and migrates), or the state of the checkpoint
-  /// folder config.restart (same rank count). Computes the first forces.
+  /// folder config.restart (written by any number of ranks; config.particles
+  /// must be its count). Computes the first forces.
   Ring(Comm& comm, const Config& config, const Derived& derived);
+  /// Collective. The ring of a checkpoint read by read_checkpoint(): its
+  /// step, particles and dissipated energy; its cuts if it has them, else
+  /// the domains are rebalanced over the particles first.
+  Ring(Comm& comm, const Config& config, const Derived& derived, Checkpoint checkpoint);
   /// Collective. A ring of the given particles (this rank's share, any
   /// distribution: they are decomposed and migrated first).
   Ring(Comm& comm, const Config& config, const Derived& derived, Particles initial);
@@ -103,6 +115,7 @@ class Ring {
  private:
   void setup();
   void setup_particles();
+  void adopt(Checkpoint&& checkpoint);
   void start();
   void decompose();
   void migrate();

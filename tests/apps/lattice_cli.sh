@@ -35,6 +35,9 @@ it1=$(grep "CG iterations" "$work/one.txt" | awk '{print $3}') it2=$(grep "CG it
 expect_bad "kappa" "--kappa 0.3" --kappa 0.3 --output "$work/bad"
 grep -q -- "^domex-lattice: --kappa 0.3: " "$work/bad.err" || fail "kappa: not 'domex-lattice: --kappa 0.3: ...'"
 expect_bad "path" "--path copyless" --path copyless --output "$work/bad"
+# An unsigned option names the value typed, not 2^64 - 1.
+expect_bad "negative seed" "^domex-lattice: --seed -1: must be a whole number" --seed -1 --output "$work/bad"
+expect_bad "huge seed" "--seed 99999999999999999999999: " --seed 99999999999999999999999 --output "$work/bad"
 expect_bad "local" "--local 0 8 8 8" --local 0 8 8 8 --output "$work/bad"
 expect_bad "dims" "--dims 3 1 1 1" --dims 3 1 1 1 --output "$work/bad"
 printf 'local = 4 4 4 4\nkapa = 0.1\n' > "$work/typo.ini"

@@ -38,6 +38,8 @@ status=0
 run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "bad --problem: exit status $status, expected 2"
 [[ ! -e "$work/bad" ]] || fail "bad --problem: the output folder was created"
+# A number past its type is named as typed, not run as LONG_MAX.
+expect_bad "huge steps" "^domex-mhd: --steps 99999999999999999999: must be a whole number" --steps 99999999999999999999 --output "$work/bad"
 # A grid far beyond memory is refused before anything is allocated.
 expect_bad "huge grid" "--cells 100000 100000 100000" --cells 100000 100000 100000 --output "$work/bad"
 # An unknown key in the INI file (a typo) is an error, not a silent default.
@@ -58,10 +60,22 @@ run 1 "${ck[@]}" --steps 8 --depth 3 --restart "$work/ck/checkpoint_000004.dmx" 
   fail "restart failed"
 sum_full=$(grep checksum "$work/ck.txt") sum_restart=$(grep checksum "$work/ck1.txt")
 [[ -n "$sum_full" && "$sum_full" == "$sum_restart" ]] || fail "restart differs: '$sum_full' vs '$sum_restart'"
+"$app" --help | grep -q "counted from step 0" || fail "--help does not say what --steps counts"
 status=0
 run 2 "${ck[@]}" --steps 8 --nu 0.2 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck2" > /dev/null 2> "$work/ck2.err" ||
   status=$?
-[[ $status -eq 1 ]] && grep -q -- "--nu" "$work/ck2.err" || fail "restart with another --nu: status $status: $(cat "$work/ck2.err")"
+[[ $status -eq 2 ]] && grep -q -- "--nu" "$work/ck2.err" || fail "restart with another --nu: status $status: $(cat "$work/ck2.err")"
+# A missing or truncated checkpoint, or one beyond --steps, is bad input too: exit 2, the file named.
+head -c 600 "$work/ck/checkpoint_000004.dmx" > "$work/short.dmx"
+for bad in "$work/nowhere.dmx" "$work/short.dmx"; do
+  status=0
+  run 2 "${ck[@]}" --steps 8 --restart "$bad" --output "$work/ck3" > /dev/null 2> "$work/ck3.err" || status=$?
+  [[ $status -eq 2 ]] && grep -q -- "$bad" "$work/ck3.err" || fail "restart from $bad: status $status: $(cat "$work/ck3.err")"
+  [[ ! -e "$work/ck3" ]] || fail "restart from $bad: the output folder was created"
+done
+status=0
+run 2 "${ck[@]}" --steps 2 --restart "$work/ck/checkpoint_000004.dmx" --output "$work/ck3" > /dev/null 2> "$work/ck3.err" || status=$?
+[[ $status -eq 2 ]] && grep -q "beyond --steps 2" "$work/ck3.err" || fail "restart beyond --steps: status $status: $(cat "$work/ck3.err")"
 
 # HDF5 snapshots (when built with parallel HDF5): .h5 + .xmf sidecar, no
 # .part left, the same bytes from 1 and 2 ranks; otherwise a clear refusal.

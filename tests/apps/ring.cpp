@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <numbers>
 #include <string>
 #include <vector>
 
+#include "checkpoint.hpp"
 #include "config.hpp"
 #include "ring.hpp"
 
@@ -219,6 +221,79 @@ TEST(Ring, RestartEqualsTheUninterruptedRun) {
   EXPECT_EQ(restarted.checksum(), uninterrupted);
   comm.barrier();
   if (comm.rank() == 0) std::filesystem::remove_all(folder);
+}
+
+// A checkpoint restarts on any number of ranks (issue 26): written by P
+// ranks and read by P - 1, and written by P - 1 and read by P, the ring goes
+// on from the checkpoint's step with every particle once, and its state
+// after 16 steps is the uninterrupted run's to the tree's rounding (1e-9, as
+// across rank counts; bitwise only on the same ranks, tested above).
+TEST(Ring, RestartOnAnotherNumberOfRanks) {
+  domex::Comm world(MPI_COMM_WORLD);
+  if (world.size() < 2) GTEST_SKIP() << "needs two rank counts";
+  Config config = small_ring(sanitized ? 300 : 2000);
+  config.checkpoint_every = 8;
+  const auto folder = std::filesystem::temp_directory_path() /
+                      ("domex-ring-np-test-" + std::to_string(world.allreduce(static_cast<long>(::getpid()), MPI_MAX)));
+  // The uninterrupted run on every rank, gathered by id.
+  std::vector<Point> reference(config.particles);
+  {
+    const Derived derived = validate(config, world);
+    Ring ring(world, config, derived);
+    for (int s = 0; s < 16; ++s) ring.step();
+    const auto positions = world.allgatherv(std::span<const Point>(ring.particles().position));
+    const auto ids = world.allgatherv(std::span<const std::uint64_t>(ring.particles().id));
+    for (std::size_t i = 0; i < ids.size(); ++i) reference[ids[i]] = positions[i];
+  }
+  MPI_Comm fewer_handle;
+  MPI_Comm_split(MPI_COMM_WORLD, world.rank() + 1 < world.size() ? 0 : MPI_UNDEFINED, world.rank(), &fewer_handle);
+  std::unique_ptr<domex::Comm> fewer;
+  if (fewer_handle != MPI_COMM_NULL) {
+    fewer = std::make_unique<domex::Comm>(fewer_handle);
+    MPI_Comm_free(&fewer_handle);
+  }
+  for (const bool write_on_all : {true, false}) {
+    domex::Comm* writer = write_on_all ? &world : fewer.get();
+    domex::Comm* reader = write_on_all ? fewer.get() : &world;
+    if (writer != nullptr) {
+      const Derived derived = validate(config, *writer);
+      Ring ring(*writer, config, derived);
+      for (int s = 0; s < 8; ++s) ring.step();
+      ring.write_checkpoint(folder);
+    }
+    world.barrier();
+    std::vector<Point> positions;
+    std::vector<std::uint64_t> ids;
+    if (reader != nullptr) {
+      Config again = config;
+      again.restart = folder.string();
+      again.particles = 0;  // taken from the checkpoint
+      CheckpointInfo info = read_checkpoint_info(*reader, again, false);
+      EXPECT_EQ(info.ranks, write_on_all ? world.size() : world.size() - 1);
+      EXPECT_EQ(again.particles, config.particles);
+      const Derived derived = validate(again, *reader);
+      Checkpoint checkpoint = read_checkpoint(*reader, again, derived, std::move(info));
+      EXPECT_TRUE(checkpoint.cuts.empty()) << "another number of ranks: the domains are rebalanced";
+      Ring ring(*reader, again, derived, std::move(checkpoint));
+      EXPECT_EQ(ring.steps(), 8);
+      for (int s = 0; s < 8; ++s) ring.step();
+      EXPECT_EQ(ring.global_count(), config.particles);
+      positions = ring.particles().position;
+      ids = ring.particles().id;
+    }
+    const auto all_ids = world.allgatherv(std::span<const std::uint64_t>(ids));
+    const auto all_positions = world.allgatherv(std::span<const Point>(positions));
+    std::vector<std::uint64_t> sorted = all_ids;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted.size(), config.particles) << "write on all: " << write_on_all;
+    for (std::uint64_t id = 0; id < config.particles; ++id) ASSERT_EQ(sorted[id], id) << "every particle once";
+    double worst = 0;
+    for (std::size_t i = 0; i < all_ids.size(); ++i)
+      for (int a = 0; a < 3; ++a) worst = std::max(worst, std::abs(all_positions[i][a] - reference[all_ids[i]][a]));
+    EXPECT_LT(worst, 1e-9) << "write on all: " << write_on_all;
+    world.barrier();
+    if (world.rank() == 0) std::filesystem::remove_all(folder);
+  }
 }
 
 // The legacy paths are slower ways to the same state: migration by
