@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "config.hpp"
@@ -91,7 +92,7 @@ class Solver {
   [[nodiscard]] std::uint64_t checksum() const;
 
   /// Owned particles (for tests): ids, in id order after a step.
-  [[nodiscard]] const std::vector<std::int64_t>& ids() const noexcept { return id_; }
+  [[nodiscard]] std::span<const std::int64_t> ids() const noexcept { return {id_.data(), owned_}; }
 
   /// Collective: writes every particle (sorted by id) and the step to `path`
   /// (all or nothing); readable at any np.
