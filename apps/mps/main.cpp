@@ -106,6 +106,9 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const auto all_partners = comm.allgatherv(std::span<const int>(partners));
   const auto exchange_time = quartiles(seconds);
   const auto partner_stats = quartiles(std::vector<double>(all_partners.begin(), all_partners.end()));
+  // Load balance of the last step: owned particles, max over ranks / mean.
+  const double owned = static_cast<double>(solver.ids().size());
+  const double imbalance = comm.allreduce(owned, MPI_MAX) / std::max(1e-300, comm.allreduce(owned, MPI_SUM) / comm.size());
   const domex::Provenance where = domex::provenance(comm);  // collective
   if (writing) image();  // collective; also when the run had nothing left to do
   if (!root) return;
@@ -123,6 +126,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(ran), wall);
   fmt::print("  CG iterations    {:>12}   {:.1f} per step, last {} (tolerance {:g})\n", solver.total_cg_iterations(),
              mean_iterations, solver.last_cg_iterations(), config.cg_tolerance);
+  fmt::print("  imbalance        {:>12.3f}   max / mean owned particles per rank (last step)\n", imbalance);
   fmt::print("  phase                      min s      avg s      max s    calls\n");
   for (const auto& row : rows) {
     std::string name = row.name;
@@ -173,6 +177,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
                       {"dt", solver.dt()},
                       {"T", solver.dimensionless_time()},
                       {"wall_seconds", wall},
+                      {"imbalance", imbalance},
                       {"cg_iterations_total", solver.total_cg_iterations()},
                       {"cg_iterations_per_step", iterations},
                       {"cg_tolerance", config.cg_tolerance},
