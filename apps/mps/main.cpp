@@ -190,6 +190,9 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
                       {"checksum", fmt::format("{:016x}", checksum)},
                       {"profile", profile_rows}};
   domex::apps::write_file(folder / "mps.json", document.dump(1) + "\n");
+  domex::apps::write_png(folder / "front.png",
+                         front_picture(series, fmt::format("surge front: MPS, spacing a/{}, vs Martin & Moyce (1952), n^2 = 2",
+                                                           config.resolution)));
   fmt::print("  results          {}\n", (folder / "mps.json").string());
 }
 

@@ -29,6 +29,42 @@ std::vector<FrontRow> compare_front(const std::vector<std::array<double, 2>>& se
   return rows;
 }
 
+apps::Picture front_picture(const std::vector<std::array<double, 2>>& series, const std::string& title) {
+  constexpr std::size_t nx = 320, ny = 240;
+  constexpr double T_lo = 0, T_hi = 3.2, Z_lo = 0.8, Z_hi = 4.2;
+  std::vector<double> field(nx * ny, 0.0);
+  const auto plot = [&](double T, double Z, double value, int half) {
+    const long i = std::lround((T - T_lo) / (T_hi - T_lo) * static_cast<double>(nx - 1));
+    const long j = std::lround((Z - Z_lo) / (Z_hi - Z_lo) * static_cast<double>(ny - 1));
+    for (long dj = -half; dj <= half; ++dj)
+      for (long di = -half; di <= half; ++di) {
+        const long x = i + di, y = j + dj;
+        if (x >= 0 && y >= 0 && x < static_cast<long>(nx) && y < static_cast<long>(ny))
+          field[static_cast<std::size_t>(y) * nx + static_cast<std::size_t>(x)] = value;
+      }
+  };
+  // Dense enough that the line has no gaps: interpolate between steps.
+  for (std::size_t k = 1; k < series.size(); ++k)
+    for (int s = 0; s <= 8; ++s) {
+      const double f = s / 8.0;
+      const double T = series[k - 1][0] + f * (series[k][0] - series[k - 1][0]);
+      const double Z = series[k - 1][1] + f * (series[k][1] - series[k - 1][1]);
+      plot(T + 0.175, Z, 0.35, 0);
+      plot(T, Z, 0.6, 0);
+    }
+  for (std::size_t k = 0; k < martin_moyce_T.size(); ++k) plot(martin_moyce_T[k], martin_moyce_Z[k], 1.0, 1);
+  return apps::render_field(nx, ny, field,
+                            {.lo = 0,
+                             .hi = 1,
+                             .title = title,
+                             .x_label = "T = t sqrt(2g/a)",
+                             .y_label = "Z = x/a",
+                             .colorbar_label = "0.6 MPS, 0.35 MPS T+0.175, 1 M&M",
+                             .x_range = {T_lo, T_hi},
+                             .y_range = {Z_lo, Z_hi},
+                             .pixels_per_cell = 2});
+}
+
 apps::Picture flow_picture(const Solver& solver) {
   const State state = solver.gather();
   const Config& config = solver.config();

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "image.hpp"
@@ -29,6 +30,12 @@ struct FrontRow {
 };
 /// `series`: (T, Z) per step, T ascending.
 [[nodiscard]] std::vector<FrontRow> compare_front(const std::vector<std::array<double, 2>>& series);
+
+/// Z(T) of the run (a line, also shifted by +0.175 in T) and Martin &
+/// Moyce's points, rasterised into a picture (apps/common/image.hpp draws
+/// fields): background 0, the simulated front 0.6, shifted 0.35, the
+/// experiment 1 (3 x 3 cells).
+[[nodiscard]] apps::Picture front_picture(const std::vector<std::array<double, 2>>& series, const std::string& title);
 
 /// Collective: the particles rasterised onto an l0 grid (fluid coloured by
 /// p / (rho g 2a), walls grey, air dark); only rank 0's picture is drawn.

@@ -15,7 +15,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
 common=(--resolution 8 --end-time 0.5 --verify)
 run 2 "${common[@]}" --count-exchange put --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
   fail "2-rank run failed: $(cat "$work/two.err")"
-[[ -s "$work/two/mps.json" ]] || fail "no mps.json"
+[[ -s "$work/two/mps.json" && -s "$work/two/front.png" ]] || fail "no mps.json or front.png"
 ls "$work/two"/flow_*.png > /dev/null 2>&1 || fail "no PNG"
 [[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
 for needle in "Poisson CG" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
