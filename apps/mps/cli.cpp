@@ -14,6 +14,10 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   app->add_option("--end-time", config.end_time, "run until T = t sqrt(2 g / a)")->capture_default_str();
   app->add_option("--steps", config.steps, "stop after this many steps instead (0: until --end-time)")
       ->capture_default_str();
+  app->add_option("--dimension", config.dimension, "2 (particles in z = 0) | 3 (a slab periodic in z)")
+      ->capture_default_str();
+  app->add_option("--layers", config.layers, "3-D: lattice planes in z (periodic depth layers l0)")
+      ->capture_default_str();
   app->add_option("--decomposition", config.decomposition, "bucket (BucketDecomposition) | multisection")
       ->capture_default_str();
   app->add_option("--count-exchange", config.count_exchange,

@@ -25,6 +25,12 @@ void validate(const Config& config, const Comm& comm) {
     reject(fmt::format("--resolution {}: particles across the column must be 4..4000", config.resolution));
   if (!(config.end_time > 0) || !(config.end_time <= 100))
     reject(fmt::format("--end-time {}: must be in (0, 100] (T = t sqrt(2 g / a))", config.end_time));
+  if (config.dimension != 2 && config.dimension != 3)
+    reject(fmt::format("--dimension {}: must be 2 or 3", config.dimension));
+  // 3-D: the ghost cutoff r_e + skin may be at most half the periodic depth.
+  if (config.dimension == 3 && !(static_cast<double>(config.layers) >= 2 * (config.re_laplacian + config.skin)))
+    reject(fmt::format("--layers {}: the periodic depth must be at least 2 (re-laplacian + skin) = {} lattice planes",
+                       config.layers, 2 * (config.re_laplacian + config.skin)));
   if (config.steps < 0) reject(fmt::format("--steps {}: must be >= 0", config.steps));
   if (config.decomposition != "bucket" && config.decomposition != "multisection")
     reject(fmt::format("--decomposition {}: must be bucket or multisection", config.decomposition));

@@ -17,6 +17,8 @@ struct Config {
   long resolution = 20;      ///< particles across a: l0 = a / resolution
   double end_time = 3.0;     ///< run until T = t sqrt(2 g / a) reaches this
   long steps = 0;            ///< if > 0: stop after this many steps instead (tests, timing)
+  int dimension = 2;         ///< 2: particles in the z = 0 plane; 3: a slab of `layers` planes, periodic in z
+  long layers = 10;          ///< 3-D: lattice planes in z (the periodic depth is layers l0)
   std::string decomposition = "bucket";      ///< "bucket" (domex::BucketDecomposition) or "multisection"
   std::string count_exchange = "alltoall";   ///< "alltoall" | "put" | "automatic"
   std::string output = "results/mps";        ///< output folder; empty: write nothing

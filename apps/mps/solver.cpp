@@ -18,8 +18,6 @@
 namespace domex::mps {
 namespace {
 
-constexpr double dimension = 2;  // the dam break lies in the z = 0 plane
-
 [[noreturn]] void reject(std::string_view what) { apps::fail_app("domex-mps", what); }
 
 /// Koshizuka & Oka's weight w(r) = r_e / r - 1 for 0 < r < r_e.
@@ -44,21 +42,21 @@ struct CheckpointHeader {
   char magic[8];
   std::int64_t step;
   std::int64_t count;
-  double parameters[14];
+  double parameters[16];
 };
-constexpr const char* parameter_names[14] = {
+constexpr const char* parameter_names[16] = {
     "width",           "resolution",         "gravity",     "density", "viscosity", "cfl",        "re-density",
     "re-laplacian",    "beta",               "relaxation",  "compressibility", "collision-distance", "restitution",
-    "cg-tolerance"};
+    "cg-tolerance", "dimension", "layers"};
 
-std::array<double, 14> parameters_of(const Config& c) {
-  return {c.width,        c.resolution == 0 ? 0.0 : static_cast<double>(c.resolution),
+std::array<double, 16> parameters_of(const Config& c) {
+  return {c.width,        static_cast<double>(c.resolution),
           c.gravity,      c.density,
           c.viscosity,    c.cfl,
           c.re_density,   c.re_laplacian,
           c.beta,         c.relaxation,
           c.compressibility, c.collision_distance,
-          c.restitution,  c.cg_tolerance};
+          c.restitution,  c.cg_tolerance, static_cast<double>(c.dimension), static_cast<double>(c.layers)};
 }
 
 }  // namespace
@@ -82,10 +80,12 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
     n0_ = n0_lap_ = 0;
     double r2w = 0;
     const int reach = static_cast<int>(std::ceil(config.re_laplacian)) + 1;
+    const int reach_z = config.dimension == 3 ? reach : 0;
+    for (int k = -reach_z; k <= reach_z; ++k)
     for (int j = -reach; j <= reach; ++j)
       for (int i = -reach; i <= reach; ++i) {
-        if (i == 0 && j == 0) continue;
-        const double r = std::hypot(i, j) * l0_;
+        if (i == 0 && j == 0 && k == 0) continue;
+        const double r = std::sqrt(static_cast<double>(i * i + j * j + k * k)) * l0_;
         n0_ += weight(r, re_n_);
         const double w = weight(r, re_lap_);
         n0_lap_ += w;
@@ -97,9 +97,13 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
   // two wall layers (i = -1, 0; j = -1, 0; i = nt + 1, nt + 2) and two dummy
   // layers beyond them; water at i = 1..res, j = 1..2 res (width a, height 2a,
   // its front at x = a); the tank 4a long, its walls 2.5a high.
+  // 3-D: the same section repeated over `layers` lattice planes z = k l0,
+  // periodic in z (a slab of the 2-D flow).
   const long nt = 4 * res, top = 2 * res + res / 2;
+  const long layers = config.dimension == 3 ? config.layers : 1;
   const int ranks = comm_.size(), rank = comm_.rank();
   std::int64_t next_id = 0;
+  for (long k = 0; k < layers; ++k)
   for (long j = -3; j <= top; ++j)
     for (long i = -3; i <= nt + 4; ++i) {
       int kind = -1;
@@ -110,23 +114,28 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
       if (kind < 0) continue;
       const std::int64_t id = next_id++;
       if (id % ranks != rank) continue;  // spread; the first step migrates them to their owners
-      x_.push_back({static_cast<double>(i) * l0_, static_cast<double>(j) * l0_, 0.0});
+      x_.push_back({static_cast<double>(i) * l0_, static_cast<double>(j) * l0_, static_cast<double>(k) * l0_});
       v_.push_back({0, 0, 0});
       id_.push_back(id);
       kind_.push_back(kind);
     }
   owned_ = x_.size();
   // The box the decomposition cuts: the tank, and room above it for splashes.
-  box_.lo = {-3.5 * l0_, -3.5 * l0_, -l0_};
-  box_.hi = {(static_cast<double>(nt) + 4.5) * l0_, 6 * config.width, l0_};
+  box_.lo = {-3.5 * l0_, -3.5 * l0_, config.dimension == 3 ? -0.5 * l0_ : -l0_};
+  box_.hi = {(static_cast<double>(nt) + 4.5) * l0_, 6 * config.width,
+             config.dimension == 3 ? (static_cast<double>(layers) - 0.5) * l0_ : l0_};
+  const bool periodic_z = config.dimension == 3;
   if (config.decomposition == "bucket") {
     // Buckets at least r_e (of the Laplacian) wide, one layer in z.
     std::array<int, 3> buckets{1, 1, 1};
-    for (int axis = 0; axis < 2; ++axis)
+    for (int axis = 0; axis < config.dimension; ++axis)
       buckets[axis] = std::max(1, static_cast<int>(std::floor(box_.extent(axis) / re_lap_)));
-    buckets_ = std::make_unique<BucketDecomposition>(comm_, box_, BucketOptions{.buckets = buckets});
+    buckets_ = std::make_unique<BucketDecomposition>(
+        comm_, box_, BucketOptions{.buckets = buckets, .periodic = {false, false, periodic_z}});
   } else {
-    multisection_ = std::make_unique<Multisection>(comm_, box_, MultisectionOptions{.divisions = {0, 0, 1}});
+    multisection_ = std::make_unique<Multisection>(
+        comm_, box_,
+        MultisectionOptions{.divisions = {0, 0, config.dimension == 3 ? 0 : 1}, .periodic = {false, false, periodic_z}});
   }
   if (config.count_exchange == "put") {
     window_ = std::make_unique<Window>();
@@ -149,8 +158,8 @@ long Solver::total_steps() const noexcept {
 }
 
 template <class... Fields>
-void Solver::update(Fields&... fields) {
-  ghosts_->update(fields...);
+void Solver::update(Fields&&... fields) {
+  ghosts_->update(std::forward<Fields>(fields)...);
 }
 
 void Solver::rebalance_and_migrate() {
@@ -158,6 +167,11 @@ void Solver::rebalance_and_migrate() {
   v_.resize(owned_);
   id_.resize(owned_);
   kind_.resize(owned_);
+  if (config_.dimension == 3) {
+    // Periodic z: back into [lo, hi) (ghost images arrive shifted; owners wrap here).
+    const double lo = box_.lo[2], length = box_.extent(2);
+    for (Point& p : x_) p[2] -= std::floor((p[2] - lo) / length) * length;
+  }
   {
     auto timer = profile_.phase("rebalance");
     // Cost per particle: fluid and wall particles carry the work; dummies only complete densities.
@@ -208,7 +222,7 @@ void Solver::build_ghosts_and_neighbours() {
   exchange_counts();
   {
     auto timer = profile_.phase("ghost update");
-    update(x_, v_, id_, kind_);
+    update(shifted(x_), v_, id_, kind_);
   }
   auto timer = profile_.phase("neighbour search");
   x_built_.assign(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(owned_));
@@ -310,7 +324,7 @@ void Solver::exchange_counts() {
 void Solver::explicit_step() {
   auto timer = profile_.phase("explicit");
   // Gravity + viscosity (Laplacian model: 2d / (n0 lambda) sum (v_j - v_i) w).
-  const double laplacian = 2 * dimension / (n0_lap_ * lambda_);
+  const double dimension = config_.dimension, laplacian = 2 * dimension / (n0_lap_ * lambda_);
   const double re2 = re_lap_ * re_lap_;
   std::vector<Point> acceleration(owned_, Point{0, 0, 0});
   for (std::size_t i = 0; i < owned_; ++i) {
@@ -412,7 +426,7 @@ long Solver::conjugate_gradients(std::vector<double>& p, const std::vector<doubl
   // The matrix -lap / rho + C / dt^2 over the inner particles (Laplacian
   // model, 2d / (n0 lambda) w / rho per pair; surface neighbours have p = 0
   // and add to the diagonal only; dummies are not in it), in CSR form.
-  const double coefficient = 2 * dimension / (n0_lap_ * lambda_) / config_.density;
+  const double dimension = config_.dimension, coefficient = 2 * dimension / (n0_lap_ * lambda_) / config_.density;
   const double re2 = re_lap_ * re_lap_;
   std::vector<double> diagonal(owned_, 0.0);
   std::vector<std::size_t> row(1, 0);
@@ -488,7 +502,7 @@ void Solver::correct() {
   auto timer = profile_.phase("pressure gradient");
   // Gradient model with the minimum neighbour pressure (Koshizuka & Oka):
   // d / n0 sum (p_j - p_min,i) (x_j - x_i) / r^2 w, always repulsive.
-  const double gradient = dimension / n0_, re2 = re_n_ * re_n_;
+  const double gradient = config_.dimension / n0_, re2 = re_n_ * re_n_;
   std::vector<Point> acceleration(owned_, Point{0, 0, 0});
   for (std::size_t i = 0; i < owned_; ++i) {
     if (kind_[i] != fluid) continue;
@@ -523,12 +537,12 @@ void Solver::step() {
   explicit_step();
   {
     auto timer = profile_.phase("ghost update");
-    update(x_, v_);
+    update(shifted(x_), v_);
   }
   collide();
   {
     auto timer = profile_.phase("ghost update");
-    update(x_, v_);
+    update(shifted(x_), v_);
   }
   solve_pressure();
   correct();

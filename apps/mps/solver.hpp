@@ -121,7 +121,7 @@ class Solver {
   void correct();
   long conjugate_gradients(std::vector<double>& p, const std::vector<double>& b);
   template <class... Fields>
-  void update(Fields&... fields);
+  void update(Fields&&... fields);
 
   Comm& comm_;
   Config config_;
