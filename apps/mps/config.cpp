@@ -37,8 +37,7 @@ void validate(const Config& config, const Comm& comm) {
   if (config.count_exchange != "alltoall" && config.count_exchange != "put" && config.count_exchange != "automatic")
     reject(fmt::format("--count-exchange {}: must be alltoall, put or automatic", config.count_exchange));
   if (config.image_every < 0) reject(fmt::format("--image-every {}: must be >= 0", config.image_every));
-  if (config.checkpoint_every < 0)
-    reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
+  if (config.checkpoint_every < 0) reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
   if (config.checkpoint_every > 0 && config.output.empty())
     reject("--checkpoint-every needs an --output folder for the checkpoints");
   positive(config.gravity, "gravity");
@@ -59,7 +58,8 @@ void validate(const Config& config, const Comm& comm) {
     reject(fmt::format("--collision-distance {}: must be in [0, 1) (in l0)", config.collision_distance));
   if (!(config.restitution >= 0) || !(config.restitution <= 1))
     reject(fmt::format("--restitution {}: must be in [0, 1]", config.restitution));
-  if (!(config.skin > 0) || !(config.skin <= 4)) reject(fmt::format("--skin {}: must be in (0, 4] (in l0)", config.skin));
+  if (!(config.skin > 0) || !(config.skin <= 4))
+    reject(fmt::format("--skin {}: must be in (0, 4] (in l0)", config.skin));
   if (!(config.cg_tolerance > 0) || !(config.cg_tolerance < 1))
     reject(fmt::format("--cg-tolerance {}: must be in (0, 1)", config.cg_tolerance));
   if (config.cg_max_iterations < 1)

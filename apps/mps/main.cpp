@@ -108,9 +108,10 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const auto partner_stats = quartiles(std::vector<double>(all_partners.begin(), all_partners.end()));
   // Load balance of the last step: owned particles, max over ranks / mean.
   const double owned = static_cast<double>(solver.ids().size());
-  const double imbalance = comm.allreduce(owned, MPI_MAX) / std::max(1e-300, comm.allreduce(owned, MPI_SUM) / comm.size());
+  const double imbalance =
+      comm.allreduce(owned, MPI_MAX) / std::max(1e-300, comm.allreduce(owned, MPI_SUM) / comm.size());
   const domex::Provenance where = domex::provenance(comm);  // collective
-  if (writing) image();  // collective; also when the run had nothing left to do
+  if (writing) image();                                     // collective; also when the run had nothing left to do
   if (!root) return;
 
   const long ran = std::max(1L, solver.steps() - first_step);
@@ -133,10 +134,10 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
     if (name == "Poisson CG") name += fmt::format(" ({} it)", solver.total_cg_iterations());
     fmt::print("  {:<24} {:>10.4f} {:>10.4f} {:>10.4f} {:>8}\n", name, row.min, row.avg, row.max, row.calls);
   }
-  fmt::print("  count exchange ({}): barrier, then the exchange; slowest rank per step, median over {} steps: "
-             "{:.2f} us (min {:.2f}, max {:.2f})\n",
-             config.count_exchange, seconds.size(), 1e6 * exchange_time[2], 1e6 * exchange_time[0],
-             1e6 * exchange_time[4]);
+  fmt::print(
+      "  count exchange ({}): barrier, then the exchange; slowest rank per step, median over {} steps: "
+      "{:.2f} us (min {:.2f}, max {:.2f})\n",
+      config.count_exchange, seconds.size(), 1e6 * exchange_time[2], 1e6 * exchange_time[0], 1e6 * exchange_time[4]);
   fmt::print("  ranks each rank exchanges with (over ranks and steps): min {} / q1 {} / median {} / q3 {} / max {}\n",
              partner_stats[0], partner_stats[1], partner_stats[2], partner_stats[3], partner_stats[4]);
   const auto front = compare_front(series);
@@ -152,8 +153,8 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   using Json = nlohmann::ordered_json;
   Json profile_rows = Json::array();
   for (const auto& row : rows)
-    profile_rows.push_back({{"phase", row.name}, {"min", row.min}, {"avg", row.avg}, {"max", row.max},
-                            {"calls", row.calls}});
+    profile_rows.push_back(
+        {{"phase", row.name}, {"min", row.min}, {"avg", row.avg}, {"max", row.max}, {"calls", row.calls}});
   Json front_rows = Json::array();
   for (const auto& row : front)
     front_rows.push_back({{"T", row.T},
@@ -164,35 +165,40 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
                           {"deviation_shifted_0.175", row.deviation_shifted}});
   Json series_rows = Json::array();
   for (const auto& [T, Z] : series) series_rows.push_back({T, Z});
-  const Json document{{"benchmark", "mps"},
-                      {"provenance", where},
-                      {"ranks", comm.size()},
-                      {"decomposition", config.decomposition},
-                      {"count_exchange", config.count_exchange},
-                      {"width", config.width},
-                      {"resolution", config.resolution},
-                      {"spacing", solver.spacing()},
-                      {"particles", {{"fluid", final_counts[0]}, {"wall", final_counts[1]}, {"dummy", final_counts[2]}}},
-                      {"steps", solver.steps()},
-                      {"dt", solver.dt()},
-                      {"T", solver.dimensionless_time()},
-                      {"wall_seconds", wall},
-                      {"imbalance", imbalance},
-                      {"cg_iterations_total", solver.total_cg_iterations()},
-                      {"cg_iterations_per_step", iterations},
-                      {"cg_tolerance", config.cg_tolerance},
-                      {"count_exchange_median_seconds", exchange_time[2]},
-                      {"exchange_partners", {{"min", partner_stats[0]}, {"q1", partner_stats[1]},
-                                             {"median", partner_stats[2]}, {"q3", partner_stats[3]},
-                                             {"max", partner_stats[4]}}},
-                      {"front_vs_martin_moyce", front_rows},
-                      {"front_T_Z", series_rows},
-                      {"checksum", fmt::format("{:016x}", checksum)},
-                      {"profile", profile_rows}};
+  const Json document{
+      {"benchmark", "mps"},
+      {"provenance", where},
+      {"ranks", comm.size()},
+      {"decomposition", config.decomposition},
+      {"count_exchange", config.count_exchange},
+      {"width", config.width},
+      {"resolution", config.resolution},
+      {"spacing", solver.spacing()},
+      {"particles", {{"fluid", final_counts[0]}, {"wall", final_counts[1]}, {"dummy", final_counts[2]}}},
+      {"steps", solver.steps()},
+      {"dt", solver.dt()},
+      {"T", solver.dimensionless_time()},
+      {"wall_seconds", wall},
+      {"imbalance", imbalance},
+      {"cg_iterations_total", solver.total_cg_iterations()},
+      {"cg_iterations_per_step", iterations},
+      {"cg_tolerance", config.cg_tolerance},
+      {"count_exchange_median_seconds", exchange_time[2]},
+      {"exchange_partners",
+       {{"min", partner_stats[0]},
+        {"q1", partner_stats[1]},
+        {"median", partner_stats[2]},
+        {"q3", partner_stats[3]},
+        {"max", partner_stats[4]}}},
+      {"front_vs_martin_moyce", front_rows},
+      {"front_T_Z", series_rows},
+      {"checksum", fmt::format("{:016x}", checksum)},
+      {"profile", profile_rows}};
   domex::apps::write_file(folder / "mps.json", document.dump(1) + "\n");
-  domex::apps::write_png(folder / "front.png",
-                         front_picture(series, fmt::format("surge front: MPS, spacing a/{}, vs Martin & Moyce (1952), n^2 = 2",
-                                                           config.resolution)));
+  domex::apps::write_png(
+      folder / "front.png",
+      front_picture(
+          series, fmt::format("surge front: MPS, spacing a/{}, vs Martin & Moyce (1952), n^2 = 2", config.resolution)));
   fmt::print("  results          {}\n", (folder / "mps.json").string());
 }
 
@@ -201,8 +207,7 @@ int run(int argc, char** argv) {
   CommandLine line;
   auto app = make_app(line);
   return domex::apps::run_app(
-      comm, *app, argc, argv, [&] { validate(line.config, comm); },
-      [&] { simulate(comm, line.config, line.verify); });
+      comm, *app, argc, argv, [&] { validate(line.config, comm); }, [&] { simulate(comm, line.config, line.verify); });
 }
 
 }  // namespace

@@ -18,9 +18,9 @@ namespace domex::mps {
 /// marks, 1 + k 0.25 / 2.25). The table quoted by issue 25 and
 /// shared/ANCHORS.md (public copy: Ocellaris scripts/plot_dam_break.py).
 inline constexpr std::array<double, 13> martin_moyce_T = {0.41, 0.84, 1.19, 1.43, 1.63, 1.83, 1.98,
-                                                         2.20, 2.32, 2.51, 2.65, 2.83, 2.98};
+                                                          2.20, 2.32, 2.51, 2.65, 2.83, 2.98};
 inline constexpr std::array<double, 13> martin_moyce_Z = {1.11, 1.22, 1.44, 1.67, 1.89, 2.11, 2.33,
-                                                         2.56, 2.78, 3.00, 3.22, 3.44, 3.67};
+                                                          2.56, 2.78, 3.00, 3.22, 3.44, 3.67};
 
 /// One row of the comparison: the simulated front at a tabulated T (linear
 /// interpolation between steps), unshifted and with the simulated T shifted

@@ -44,19 +44,28 @@ struct CheckpointHeader {
   std::int64_t count;
   double parameters[16];
 };
-constexpr const char* parameter_names[16] = {
-    "width",           "resolution",         "gravity",     "density", "viscosity", "cfl",        "re-density",
-    "re-laplacian",    "beta",               "relaxation",  "compressibility", "collision-distance", "restitution",
-    "cg-tolerance", "dimension", "layers"};
+constexpr const char* parameter_names[16] = {"width",       "resolution",   "gravity",         "density",
+                                             "viscosity",   "cfl",          "re-density",      "re-laplacian",
+                                             "beta",        "relaxation",   "compressibility", "collision-distance",
+                                             "restitution", "cg-tolerance", "dimension",       "layers"};
 
 std::array<double, 16> parameters_of(const Config& c) {
-  return {c.width,        static_cast<double>(c.resolution),
-          c.gravity,      c.density,
-          c.viscosity,    c.cfl,
-          c.re_density,   c.re_laplacian,
-          c.beta,         c.relaxation,
-          c.compressibility, c.collision_distance,
-          c.restitution,  c.cg_tolerance, static_cast<double>(c.dimension), static_cast<double>(c.layers)};
+  return {c.width,
+          static_cast<double>(c.resolution),
+          c.gravity,
+          c.density,
+          c.viscosity,
+          c.cfl,
+          c.re_density,
+          c.re_laplacian,
+          c.beta,
+          c.relaxation,
+          c.compressibility,
+          c.collision_distance,
+          c.restitution,
+          c.cg_tolerance,
+          static_cast<double>(c.dimension),
+          static_cast<double>(c.layers)};
 }
 
 }  // namespace
@@ -82,15 +91,15 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
     const int reach = static_cast<int>(std::ceil(config.re_laplacian)) + 1;
     const int reach_z = config.dimension == 3 ? reach : 0;
     for (int k = -reach_z; k <= reach_z; ++k)
-    for (int j = -reach; j <= reach; ++j)
-      for (int i = -reach; i <= reach; ++i) {
-        if (i == 0 && j == 0 && k == 0) continue;
-        const double r = std::sqrt(static_cast<double>(i * i + j * j + k * k)) * l0_;
-        n0_ += weight(r, re_n_);
-        const double w = weight(r, re_lap_);
-        n0_lap_ += w;
-        r2w += r * r * w;
-      }
+      for (int j = -reach; j <= reach; ++j)
+        for (int i = -reach; i <= reach; ++i) {
+          if (i == 0 && j == 0 && k == 0) continue;
+          const double r = std::sqrt(static_cast<double>(i * i + j * j + k * k)) * l0_;
+          n0_ += weight(r, re_n_);
+          const double w = weight(r, re_lap_);
+          n0_lap_ += w;
+          r2w += r * r * w;
+        }
     lambda_ = r2w / n0_lap_;
   }
   // The tank of Koshizuka's sample code, on the lattice x = i l0, y = j l0:
@@ -104,21 +113,25 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
   const int ranks = comm_.size(), rank = comm_.rank();
   std::int64_t next_id = 0;
   for (long k = 0; k < layers; ++k)
-  for (long j = -3; j <= top; ++j)
-    for (long i = -3; i <= nt + 4; ++i) {
-      int kind = -1;
-      if (i >= 1 && i <= res && j >= 1 && j <= 2 * res) kind = fluid;
-      else if (i >= 1 && i <= nt && j >= 1) kind = -1;
-      else if (i >= -1 && i <= nt + 2 && j >= -1) kind = wall;
-      else kind = dummy;
-      if (kind < 0) continue;
-      const std::int64_t id = next_id++;
-      if (id % ranks != rank) continue;  // spread; the first step migrates them to their owners
-      x_.push_back({static_cast<double>(i) * l0_, static_cast<double>(j) * l0_, static_cast<double>(k) * l0_});
-      v_.push_back({0, 0, 0});
-      id_.push_back(id);
-      kind_.push_back(kind);
-    }
+    for (long j = -3; j <= top; ++j)
+      for (long i = -3; i <= nt + 4; ++i) {
+        int kind = -1;
+        if (i >= 1 && i <= res && j >= 1 && j <= 2 * res)
+          kind = fluid;
+        else if (i >= 1 && i <= nt && j >= 1)
+          kind = -1;
+        else if (i >= -1 && i <= nt + 2 && j >= -1)
+          kind = wall;
+        else
+          kind = dummy;
+        if (kind < 0) continue;
+        const std::int64_t id = next_id++;
+        if (id % ranks != rank) continue;  // spread; the first step migrates them to their owners
+        x_.push_back({static_cast<double>(i) * l0_, static_cast<double>(j) * l0_, static_cast<double>(k) * l0_});
+        v_.push_back({0, 0, 0});
+        id_.push_back(id);
+        kind_.push_back(kind);
+      }
   owned_ = x_.size();
   // The box the decomposition cuts: the tank, and room above it for splashes.
   box_.lo = {-3.5 * l0_, -3.5 * l0_, config.dimension == 3 ? -0.5 * l0_ : -l0_};
@@ -133,9 +146,10 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
     buckets_ = std::make_unique<BucketDecomposition>(
         comm_, box_, BucketOptions{.buckets = buckets, .periodic = {false, false, periodic_z}});
   } else {
-    multisection_ = std::make_unique<Multisection>(
-        comm_, box_,
-        MultisectionOptions{.divisions = {0, 0, config.dimension == 3 ? 0 : 1}, .periodic = {false, false, periodic_z}});
+    multisection_ =
+        std::make_unique<Multisection>(comm_, box_,
+                                       MultisectionOptions{.divisions = {0, 0, config.dimension == 3 ? 0 : 1},
+                                                           .periodic = {false, false, periodic_z}});
   }
   if (config.count_exchange == "put") {
     window_ = std::make_unique<Window>();
@@ -147,9 +161,7 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
 
 Solver::~Solver() = default;
 
-double Solver::dimensionless_time() const noexcept {
-  return time() * std::sqrt(2 * config_.gravity / config_.width);
-}
+double Solver::dimensionless_time() const noexcept { return time() * std::sqrt(2 * config_.gravity / config_.width); }
 
 long Solver::total_steps() const noexcept {
   if (config_.steps > 0) return config_.steps;
@@ -177,13 +189,17 @@ void Solver::rebalance_and_migrate() {
     // Cost per particle: fluid and wall particles carry the work; dummies only complete densities.
     std::vector<double> cost(owned_);
     for (std::size_t i = 0; i < owned_; ++i) cost[i] = kind_[i] == dummy ? 0.25 : 1.0;
-    if (buckets_) buckets_->rebalance(x_, cost);
-    else multisection_->rebalance(x_, cost);
+    if (buckets_)
+      buckets_->rebalance(x_, cost);
+    else
+      multisection_->rebalance(x_, cost);
   }
   auto timer = profile_.phase("migration");
   std::optional<MigrationPlan> plan;
-  if (buckets_) plan.emplace(comm_, *buckets_, std::span<const Point>(x_));
-  else plan.emplace(comm_, *multisection_, std::span<const Point>(x_));
+  if (buckets_)
+    plan.emplace(comm_, *buckets_, std::span<const Point>(x_));
+  else
+    plan.emplace(comm_, *multisection_, std::span<const Point>(x_));
   migrate(*plan, x_, v_, id_, kind_);
   owned_ = x_.size();
   // Id order: every later sum runs in an order that does not depend on where particles came from.
@@ -206,8 +222,10 @@ void Solver::build_ghosts_and_neighbours() {
     auto timer = profile_.phase("ghost build");
     const std::span<const Point> owned(x_.data(), owned_);
     if (!ghosts_) {
-      if (buckets_) ghosts_.emplace(comm_, *buckets_, owned, GhostOptions{.cutoff = cutoff});
-      else ghosts_.emplace(comm_, *multisection_, owned, GhostOptions{.cutoff = cutoff});
+      if (buckets_)
+        ghosts_.emplace(comm_, *buckets_, owned, GhostOptions{.cutoff = cutoff});
+      else
+        ghosts_.emplace(comm_, *multisection_, owned, GhostOptions{.cutoff = cutoff});
     } else if (buckets_) {
       ghosts_->rebuild(*buckets_, owned);
     } else {
@@ -240,7 +258,9 @@ void Solver::build_ghosts_and_neighbours() {
   const auto cell_of = [&](const Point& p, int a) {
     return std::min(cells[a] - 1, static_cast<long>((p[a] - lo[a]) / cutoff));
   };
-  const auto index = [&](long i, long j, long k) { return static_cast<std::size_t>((k * cells[1] + j) * cells[0] + i); };
+  const auto index = [&](long i, long j, long k) {
+    return static_cast<std::size_t>((k * cells[1] + j) * cells[0] + i);
+  };
   std::vector<std::size_t> start(static_cast<std::size_t>(cells[0] * cells[1] * cells[2]) + 1, 0);
   std::vector<std::size_t> cell(size);
   for (std::size_t q = 0; q < size; ++q) {
@@ -573,8 +593,7 @@ std::array<long, 3> Solver::counts() const {
 
 State Solver::gather() const {
   std::vector<Record> mine(owned_);
-  for (std::size_t i = 0; i < owned_; ++i)
-    mine[i] = {id_[i], kind_[i], 0, x_[i], v_[i], i < p_.size() ? p_[i] : 0.0};
+  for (std::size_t i = 0; i < owned_; ++i) mine[i] = {id_[i], kind_[i], 0, x_[i], v_[i], i < p_.size() ? p_[i] : 0.0};
   auto all = comm_.allgatherv(std::span<const Record>(mine));
   std::sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
   State state;
@@ -640,7 +659,8 @@ void Solver::read_checkpoint(const std::filesystem::path& path) {
     if (header.count <= 0 || header.step < 0)
       reject(fmt::format("--restart {}: bad header (count {}, step {})", path.string(), header.count, header.step));
     records.resize(static_cast<std::size_t>(header.count));
-    if (!in.read(reinterpret_cast<char*>(records.data()), static_cast<std::streamsize>(records.size() * sizeof(Record))))
+    if (!in.read(reinterpret_cast<char*>(records.data()),
+                 static_cast<std::streamsize>(records.size() * sizeof(Record))))
       reject(fmt::format("--restart {}: shorter than its {} particles", path.string(), header.count));
   });
   // Spread over the ranks; the next step migrates them to their owners.

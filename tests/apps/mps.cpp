@@ -81,8 +81,10 @@ TEST(Mps, ParticleCountAndIdsConserved) {
   // Walls and dummies never move; the fluid did.
   double fluid_moved = 0;
   for (std::size_t k = 0; k < state.id.size(); ++k) {
-    if (state.kind[k] == fluid) fluid_moved = std::max(fluid_moved, std::abs(state.x[k][1] - initial.x[k][1]));
-    else EXPECT_EQ(state.x[k], initial.x[k]) << "id " << state.id[k];
+    if (state.kind[k] == fluid)
+      fluid_moved = std::max(fluid_moved, std::abs(state.x[k][1] - initial.x[k][1]));
+    else
+      EXPECT_EQ(state.x[k], initial.x[k]) << "id " << state.id[k];
   }
   EXPECT_GT(fluid_moved, 0.1 * solver.spacing());
   EXPECT_GT(solver.total_cg_iterations(), 0);
@@ -108,7 +110,8 @@ TEST_P(AcrossRanks, AgreesWithOneRankToTheCgToleranceBound) {
   const State a = solver.gather(), b = reference.gather();
   ASSERT_EQ(a.id, b.id);
   const double speed = std::sqrt(config.gravity * config.width);
-  const double position = largest_difference(a.x, b.x, solver.spacing()), velocity = largest_difference(a.v, b.v, speed);
+  const double position = largest_difference(a.x, b.x, solver.spacing()),
+               velocity = largest_difference(a.v, b.v, speed);
   if (world.rank() == 0)
     std::printf("np %d %s, %ld steps: largest difference from one rank: position %.3g l0, velocity %.3g sqrt(g a)\n",
                 world.size(), GetParam(), config.steps, position, velocity);
@@ -219,7 +222,8 @@ TEST(Mps, DamBreakFrontAgainstMartinAndMoyce) {
   for (const FrontRow& row : compare_front(series)) {
     if (row.T > 2.5) continue;
     ++compared;
-    EXPECT_LT(std::abs(row.deviation_shifted), 0.10) << "T " << row.T << ": Z " << row.Z_shifted << " vs " << row.Z_experiment;
+    EXPECT_LT(std::abs(row.deviation_shifted), 0.10)
+        << "T " << row.T << ": Z " << row.Z_shifted << " vs " << row.Z_experiment;
     EXPECT_LT(std::abs(row.deviation), 0.25) << "T " << row.T << ": Z " << row.Z << " vs " << row.Z_experiment;
   }
   EXPECT_EQ(compared, 9);
