@@ -139,7 +139,7 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
              config.dimension == 3 ? (static_cast<double>(layers) - 0.5) * l0_ : l0_};
   const bool periodic_z = config.dimension == 3;
   if (config.decomposition == "bucket") {
-    // Buckets at least r_e (of the Laplacian) wide, one layer in z.
+    // Buckets at least r_e (of the Laplacian) wide; in 2-D one layer in z.
     std::array<int, 3> buckets{1, 1, 1};
     for (int axis = 0; axis < config.dimension; ++axis)
       buckets[axis] = std::max(1, static_cast<int>(std::floor(box_.extent(axis) / re_lap_)));
