@@ -80,7 +80,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       auto timer = profile.phase("output");
       solver.write_checkpoint(folder / fmt::format("checkpoint_{:06}.dmx", step));
     }
-    if (writing && ((config.image_every > 0 && step % config.image_every == 0) || last)) image();
+    if (writing && config.image_every > 0 && step % config.image_every == 0 && !last) image();  // the last: below
     if (step % every == 0 || last) {
       const double wall = MPI_Wtime() - start;
       const double eta = wall / static_cast<double>(step - first_step) * static_cast<double>(last_step - step);
