@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// domex-mps's command line: every Config field as a flag, the same names as
+// INI keys (--config FILE).
+
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "config.hpp"
+
+namespace domex::mps {
+
+/// What the command line sets.
+struct CommandLine {
+  Config config;
+  bool verify = false;
+};
+
+/// The parser, bound to `line` (which must outlive it). Unknown INI keys
+/// are errors (a typo must not run with a default).
+[[nodiscard]] std::unique_ptr<CLI::App> make_app(CommandLine& line);
+
+}  // namespace domex::mps

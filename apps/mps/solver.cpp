@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "solver.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <domex/comm/collective.hpp>
+#include <domex/exchange/exchange.hpp>
+#include <domex/migrate/migrate.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+
+#include "files.hpp"
+
+namespace domex::mps {
+namespace {
+
+[[noreturn]] void reject(std::string_view what) { apps::fail_app("domex-mps", what); }
+
+/// Koshizuka & Oka's weight w(r) = r_e / r - 1 for 0 < r < r_e.
+inline double weight(double r, double re) noexcept { return r < re && r > 0 ? re / r - 1 : 0.0; }
+
+inline double distance2(const Point& a, const Point& b) noexcept {
+  const double dx = b[0] - a[0], dy = b[1] - a[1], dz = b[2] - a[2];
+  return dx * dx + dy * dy + dz * dz;
+}
+
+/// One particle of a gathered state or a checkpoint.
+struct Record {
+  std::int64_t id;
+  std::int32_t kind;
+  std::int32_t unused;
+  Point x, v;
+  double p;
+};
+
+constexpr char checkpoint_magic[8] = {'D', 'X', 'M', 'P', 'S', 'C', 'K', '1'};
+struct CheckpointHeader {
+  char magic[8];
+  std::int64_t step;
+  std::int64_t count;
+  double parameters[16];
+};
+constexpr const char* parameter_names[16] = {"width",       "resolution",   "gravity",         "density",
+                                             "viscosity",   "cfl",          "re-density",      "re-laplacian",
+                                             "beta",        "relaxation",   "compressibility", "collision-distance",
+                                             "restitution", "cg-tolerance", "dimension",       "layers"};
+
+std::array<double, 16> parameters_of(const Config& c) {
+  return {c.width,
+          static_cast<double>(c.resolution),
+          c.gravity,
+          c.density,
+          c.viscosity,
+          c.cfl,
+          c.re_density,
+          c.re_laplacian,
+          c.beta,
+          c.relaxation,
+          c.compressibility,
+          c.collision_distance,
+          c.restitution,
+          c.cg_tolerance,
+          static_cast<double>(c.dimension),
+          static_cast<double>(c.layers)};
+}
+
+}  // namespace
+
+struct Solver::Window {
+  MPI_Win win = MPI_WIN_NULL;
+  std::uint64_t* base = nullptr;
+  ~Window() {
+    if (win != MPI_WIN_NULL) MPI_Win_free(&win);
+  }
+};
+
+Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) {
+  const long res = config.resolution;
+  l0_ = config.width / static_cast<double>(res);
+  dt_ = config.cfl * l0_ / std::sqrt(2 * config.gravity * 2 * config.width);
+  re_n_ = config.re_density * l0_;
+  re_lap_ = config.re_laplacian * l0_;
+  // n0 and lambda of a full square lattice (Koshizuka & Oka's definitions).
+  {
+    n0_ = n0_lap_ = 0;
+    double r2w = 0;
+    const int reach = static_cast<int>(std::ceil(config.re_laplacian)) + 1;
+    const int reach_z = config.dimension == 3 ? reach : 0;
+    for (int k = -reach_z; k <= reach_z; ++k)
+      for (int j = -reach; j <= reach; ++j)
+        for (int i = -reach; i <= reach; ++i) {
+          if (i == 0 && j == 0 && k == 0) continue;
+          const double r = std::sqrt(static_cast<double>(i * i + j * j + k * k)) * l0_;
+          n0_ += weight(r, re_n_);
+          const double w = weight(r, re_lap_);
+          n0_lap_ += w;
+          r2w += r * r * w;
+        }
+    lambda_ = r2w / n0_lap_;
+  }
+  // The tank of Koshizuka's sample code, on the lattice x = i l0, y = j l0:
+  // two wall layers (i = -1, 0; j = -1, 0; i = nt + 1, nt + 2) and two dummy
+  // layers beyond them; water at i = 1..res, j = 1..2 res (width a, height 2a,
+  // its front at x = a); the tank 4a long, its walls 2.5a high.
+  // 3-D: the same section repeated over `layers` lattice planes z = k l0,
+  // periodic in z (a slab of the 2-D flow).
+  const long nt = 4 * res, top = 2 * res + res / 2;
+  const long layers = config.dimension == 3 ? config.layers : 1;
+  const int ranks = comm_.size(), rank = comm_.rank();
+  std::int64_t next_id = 0;
+  for (long k = 0; k < layers; ++k)
+    for (long j = -3; j <= top; ++j)
+      for (long i = -3; i <= nt + 4; ++i) {
+        int kind = -1;
+        if (i >= 1 && i <= res && j >= 1 && j <= 2 * res)
+          kind = fluid;
+        else if (i >= 1 && i <= nt && j >= 1)
+          kind = -1;
+        else if (i >= -1 && i <= nt + 2 && j >= -1)
+          kind = wall;
+        else
+          kind = dummy;
+        if (kind < 0) continue;
+        const std::int64_t id = next_id++;
+        if (id % ranks != rank) continue;  // spread; the first step migrates them to their owners
+        x_.push_back({static_cast<double>(i) * l0_, static_cast<double>(j) * l0_, static_cast<double>(k) * l0_});
+        v_.push_back({0, 0, 0});
+        id_.push_back(id);
+        kind_.push_back(kind);
+      }
+  owned_ = x_.size();
+  // The box the decomposition cuts: the tank, and room above it for splashes.
+  box_.lo = {-3.5 * l0_, -3.5 * l0_, config.dimension == 3 ? -0.5 * l0_ : -l0_};
+  box_.hi = {(static_cast<double>(nt) + 4.5) * l0_, 6 * config.width,
+             config.dimension == 3 ? (static_cast<double>(layers) - 0.5) * l0_ : l0_};
+  const bool periodic_z = config.dimension == 3;
+  if (config.decomposition == "bucket") {
+    // Buckets at least r_e (of the Laplacian) wide; in 2-D one layer in z.
+    std::array<int, 3> buckets{1, 1, 1};
+    for (int axis = 0; axis < config.dimension; ++axis)
+      buckets[axis] = std::max(1, static_cast<int>(std::floor(box_.extent(axis) / re_lap_)));
+    buckets_ = std::make_unique<BucketDecomposition>(
+        comm_, box_, BucketOptions{.buckets = buckets, .periodic = {false, false, periodic_z}});
+  } else {
+    multisection_ =
+        std::make_unique<Multisection>(comm_, box_,
+                                       MultisectionOptions{.divisions = {0, 0, config.dimension == 3 ? 0 : 1},
+                                                           .periodic = {false, false, periodic_z}});
+  }
+  if (config.count_exchange == "put") {
+    window_ = std::make_unique<Window>();
+    check_mpi(MPI_Win_allocate(static_cast<MPI_Aint>(sizeof(std::uint64_t)) * ranks, sizeof(std::uint64_t),
+                               MPI_INFO_NULL, comm_.get(), &window_->base, &window_->win),
+              "MPI_Win_allocate");
+  }
+}
+
+Solver::~Solver() = default;
+
+double Solver::dimensionless_time() const noexcept { return time() * std::sqrt(2 * config_.gravity / config_.width); }
+
+long Solver::total_steps() const noexcept {
+  if (config_.steps > 0) return config_.steps;
+  const double per_step = dt_ * std::sqrt(2 * config_.gravity / config_.width);
+  return static_cast<long>(std::ceil(config_.end_time / per_step - 1e-9));
+}
+
+template <class... Fields>
+void Solver::update(Fields&&... fields) {
+  ghosts_->update(std::forward<Fields>(fields)...);
+}
+
+void Solver::rebalance_and_migrate() {
+  x_.resize(owned_);
+  v_.resize(owned_);
+  id_.resize(owned_);
+  kind_.resize(owned_);
+  if (config_.dimension == 3) {
+    // Periodic z: back into [lo, hi) (ghost images arrive shifted; owners wrap here).
+    const double lo = box_.lo[2], length = box_.extent(2);
+    for (Point& p : x_) p[2] -= std::floor((p[2] - lo) / length) * length;
+  }
+  {
+    auto timer = profile_.phase("rebalance");
+    // Cost per particle: fluid and wall particles carry the work; dummies only complete densities.
+    std::vector<double> cost(owned_);
+    for (std::size_t i = 0; i < owned_; ++i) cost[i] = kind_[i] == dummy ? 0.25 : 1.0;
+    if (buckets_)
+      buckets_->rebalance(x_, cost);
+    else
+      multisection_->rebalance(x_, cost);
+  }
+  auto timer = profile_.phase("migration");
+  std::optional<MigrationPlan> plan;
+  if (buckets_)
+    plan.emplace(comm_, *buckets_, std::span<const Point>(x_));
+  else
+    plan.emplace(comm_, *multisection_, std::span<const Point>(x_));
+  migrate(*plan, x_, v_, id_, kind_);
+  owned_ = x_.size();
+  // Id order: every later sum runs in an order that does not depend on where particles came from.
+  std::vector<std::size_t> order(owned_);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return id_[a] < id_[b]; });
+  const auto permute = [&](auto& values) {
+    auto copy = values;
+    for (std::size_t k = 0; k < owned_; ++k) values[k] = copy[order[k]];
+  };
+  permute(x_);
+  permute(v_);
+  permute(id_);
+  permute(kind_);
+}
+
+void Solver::build_ghosts_and_neighbours() {
+  const double cutoff = re_lap_ + config_.skin * l0_;
+  {
+    auto timer = profile_.phase("ghost build");
+    const std::span<const Point> owned(x_.data(), owned_);
+    if (!ghosts_) {
+      if (buckets_)
+        ghosts_.emplace(comm_, *buckets_, owned, GhostOptions{.cutoff = cutoff});
+      else
+        ghosts_.emplace(comm_, *multisection_, owned, GhostOptions{.cutoff = cutoff});
+    } else if (buckets_) {
+      ghosts_->rebuild(*buckets_, owned);
+    } else {
+      ghosts_->rebuild(*multisection_, owned);
+    }
+    const std::size_t size = ghosts_->size();
+    x_.resize(size);
+    v_.resize(size);
+    id_.resize(size);
+    kind_.resize(size);
+  }
+  exchange_counts();
+  {
+    auto timer = profile_.phase("ghost update");
+    update(shifted(x_), v_, id_, kind_);
+  }
+  auto timer = profile_.phase("neighbour search");
+  x_built_.assign(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(owned_));
+  // Cell list over owned + ghost particles, cells `cutoff` wide.
+  const std::size_t size = x_.size();
+  Point lo{0, 0, 0}, hi{0, 0, 0};
+  if (size > 0) lo = hi = x_[0];
+  for (const Point& p : x_)
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = std::min(lo[a], p[a]);
+      hi[a] = std::max(hi[a], p[a]);
+    }
+  std::array<long, 3> cells{};
+  for (int a = 0; a < 3; ++a) cells[a] = std::max(1L, static_cast<long>((hi[a] - lo[a]) / cutoff) + 1);
+  const auto cell_of = [&](const Point& p, int a) {
+    return std::min(cells[a] - 1, static_cast<long>((p[a] - lo[a]) / cutoff));
+  };
+  const auto index = [&](long i, long j, long k) {
+    return static_cast<std::size_t>((k * cells[1] + j) * cells[0] + i);
+  };
+  std::vector<std::size_t> start(static_cast<std::size_t>(cells[0] * cells[1] * cells[2]) + 1, 0);
+  std::vector<std::size_t> cell(size);
+  for (std::size_t q = 0; q < size; ++q) {
+    cell[q] = index(cell_of(x_[q], 0), cell_of(x_[q], 1), cell_of(x_[q], 2));
+    ++start[cell[q] + 1];
+  }
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<std::uint32_t> items(size);
+  {
+    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
+    for (std::size_t q = 0; q < size; ++q) items[fill[cell[q]]++] = static_cast<std::uint32_t>(q);
+  }
+  const double cutoff2 = cutoff * cutoff;
+  first_.assign(1, 0);
+  neighbour_.clear();
+  for (std::size_t i = 0; i < owned_; ++i) {
+    const long ci = cell_of(x_[i], 0), cj = cell_of(x_[i], 1), ck = cell_of(x_[i], 2);
+    const std::size_t begin = neighbour_.size();
+    for (long k = std::max(0L, ck - 1); k <= std::min(cells[2] - 1, ck + 1); ++k)
+      for (long j = std::max(0L, cj - 1); j <= std::min(cells[1] - 1, cj + 1); ++j)
+        for (long c = std::max(0L, ci - 1); c <= std::min(cells[0] - 1, ci + 1); ++c) {
+          const std::size_t at = index(c, j, k);
+          for (std::size_t m = start[at]; m < start[at + 1]; ++m) {
+            const std::uint32_t q = items[m];
+            if (q != i && distance2(x_[i], x_[q]) <= cutoff2) neighbour_.push_back(q);
+          }
+        }
+    std::sort(neighbour_.begin() + static_cast<std::ptrdiff_t>(begin), neighbour_.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return id_[a] < id_[b]; });
+    first_.push_back(neighbour_.size());
+  }
+}
+
+void Solver::exchange_counts() {
+  // Per-destination counts of ghost copies (the particles other ranks need
+  // for their neighbour search), exchanged as the study's three codes do.
+  const auto destinations = ghosts_->destinations();
+  const auto offsets = ghosts_->destination_offsets();
+  const int ranks = comm_.size(), rank = comm_.rank();
+  std::vector<int> to;
+  std::vector<std::uint64_t> counts;
+  for (std::size_t m = 0; m < destinations.size(); ++m)
+    if (destinations[m] != rank) {
+      to.push_back(destinations[m]);
+      counts.push_back(offsets[m + 1] - offsets[m]);
+    }
+  std::vector<std::uint64_t> received(static_cast<std::size_t>(ranks), 0);
+  comm_.barrier();
+  const double start = MPI_Wtime();
+  if (config_.count_exchange == "alltoall") {
+    std::vector<std::uint64_t> send(static_cast<std::size_t>(ranks), 0);
+    for (std::size_t m = 0; m < to.size(); ++m) send[static_cast<std::size_t>(to[m])] = counts[m];
+    check_mpi(MPI_Alltoall(send.data(), 1, MPI_UINT64_T, received.data(), 1, MPI_UINT64_T, comm_.get()),
+              "MPI_Alltoall");
+  } else if (config_.count_exchange == "put") {
+    std::fill(window_->base, window_->base + ranks, std::uint64_t{0});
+    check_mpi(MPI_Win_fence(0, window_->win), "MPI_Win_fence");
+    for (std::size_t m = 0; m < to.size(); ++m)
+      check_mpi(MPI_Put(&counts[m], 1, MPI_UINT64_T, to[m], rank, 1, MPI_UINT64_T, window_->win), "MPI_Put");
+    check_mpi(MPI_Win_fence(0, window_->win), "MPI_Win_fence");
+    std::copy(window_->base, window_->base + ranks, received.begin());
+  } else {
+    Outbox<std::uint64_t> outbox;
+    for (std::size_t m = 0; m < to.size(); ++m) outbox.add(to[m], counts[m]);
+    const auto inbox = exchange(comm_, outbox);
+    for (const auto [source, items] : inbox) received[static_cast<std::size_t>(source)] = items[0];
+  }
+  const double seconds = MPI_Wtime() - start;
+  profile_.add("count exchange", seconds);
+  count_samples_.push_back({seconds, static_cast<int>(to.size())});
+  // What arrived must be what the ghost plan receives from each rank.
+  const auto sources = ghosts_->sources();
+  const auto source_offsets = ghosts_->source_offsets();
+  std::vector<std::uint64_t> expected(static_cast<std::size_t>(ranks), 0);
+  for (std::size_t s = 0; s < sources.size(); ++s)
+    if (sources[s] != rank) expected[static_cast<std::size_t>(sources[s])] = source_offsets[s + 1] - source_offsets[s];
+  agree(comm_, "count exchange",
+        received == expected ? std::string() : std::string("the counts received differ from the ghost plan's"));
+}
+
+void Solver::explicit_step() {
+  auto timer = profile_.phase("explicit");
+  // Gravity + viscosity (Laplacian model: 2d / (n0 lambda) sum (v_j - v_i) w).
+  const double dimension = config_.dimension, laplacian = 2 * dimension / (n0_lap_ * lambda_);
+  const double re2 = re_lap_ * re_lap_;
+  std::vector<Point> acceleration(owned_, Point{0, 0, 0});
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    Point sum{0, 0, 0};
+    for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+      const std::uint32_t j = neighbour_[m];
+      const double r2 = distance2(x_[i], x_[j]);
+      if (r2 >= re2) continue;
+      const double w = weight(std::sqrt(r2), re_lap_);
+      for (int a = 0; a < 3; ++a) sum[a] += (v_[j][a] - v_[i][a]) * w;
+    }
+    for (int a = 0; a < 3; ++a) acceleration[i][a] = config_.viscosity * laplacian * sum[a];
+    acceleration[i][1] -= config_.gravity;
+  }
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    for (int a = 0; a < 3; ++a) {
+      v_[i][a] += dt_ * acceleration[i][a];
+      x_[i][a] += dt_ * v_[i][a];
+    }
+  }
+}
+
+void Solver::collide() {
+  auto timer = profile_.phase("collision");
+  // Koshizuka's sample code: approaching pairs closer than the collision
+  // distance exchange momentum as particles of equal mass with restitution e.
+  const double reach = config_.collision_distance * l0_, reach2 = reach * reach;
+  const double e = config_.restitution;
+  std::vector<Point> after(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(owned_));
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+      const std::uint32_t j = neighbour_[m];
+      const double r2 = distance2(x_[i], x_[j]);
+      if (r2 >= reach2) continue;
+      const double r = std::sqrt(r2);
+      Point d{};
+      for (int a = 0; a < 3; ++a) d[a] = x_[j][a] - x_[i][a];
+      double approach = 0;
+      for (int a = 0; a < 3; ++a) approach += (v_[i][a] - v_[j][a]) * d[a];
+      approach /= r;
+      if (approach <= 0) continue;
+      // mi = mj: (1 + e) mi mj / (mi + mj) / mi = (1 + e) / 2.
+      const double impulse = (1 + e) / 2 * approach;
+      for (int a = 0; a < 3; ++a) after[i][a] -= impulse * d[a] / r;
+    }
+  }
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    for (int a = 0; a < 3; ++a) {
+      x_[i][a] += (after[i][a] - v_[i][a]) * dt_;
+      v_[i][a] = after[i][a];
+    }
+  }
+}
+
+void Solver::solve_pressure() {
+  const std::size_t size = x_.size();
+  n_.assign(owned_, 0.0);
+  inner_.assign(size, 0);
+  {
+    auto timer = profile_.phase("pressure setup");
+    const double re2 = re_n_ * re_n_;
+    for (std::size_t i = 0; i < owned_; ++i) {
+      if (kind_[i] == dummy) continue;
+      double n = 0;
+      for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+        const std::uint32_t j = neighbour_[m];
+        const double r2 = distance2(x_[i], x_[j]);
+        if (r2 < re2) n += weight(std::sqrt(r2), re_n_);
+      }
+      n_[i] = n;
+      inner_[i] = n >= config_.beta * n0_ ? 1 : 0;  // below: free surface, p = 0
+    }
+  }
+  {
+    auto timer = profile_.phase("ghost update");
+    update(inner_);
+  }
+  std::vector<double> b(owned_, 0.0);
+  const double source = config_.relaxation / (dt_ * dt_);
+  for (std::size_t i = 0; i < owned_; ++i)
+    if (inner_[i]) b[i] = source * (n_[i] - n0_) / n0_;
+  p_.assign(size, 0.0);
+  {
+    auto timer = profile_.phase("Poisson CG");
+    last_cg_iterations_ = conjugate_gradients(p_, b);
+  }
+  total_cg_iterations_ += last_cg_iterations_;
+  ++solved_steps_;
+  for (std::size_t i = 0; i < owned_; ++i) p_[i] = std::max(p_[i], 0.0);  // negative pressure clamped
+  auto timer = profile_.phase("ghost update");
+  update(p_);
+}
+
+long Solver::conjugate_gradients(std::vector<double>& p, const std::vector<double>& b) {
+  // The matrix -lap / rho + C / dt^2 over the inner particles (Laplacian
+  // model, 2d / (n0 lambda) w / rho per pair; surface neighbours have p = 0
+  // and add to the diagonal only; dummies are not in it), in CSR form.
+  const double dimension = config_.dimension, coefficient = 2 * dimension / (n0_lap_ * lambda_) / config_.density;
+  const double re2 = re_lap_ * re_lap_;
+  std::vector<double> diagonal(owned_, 0.0);
+  std::vector<std::size_t> row(1, 0);
+  std::vector<std::uint32_t> column;
+  std::vector<double> value;
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (inner_[i]) {
+      double sum = 0;
+      for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+        const std::uint32_t j = neighbour_[m];
+        if (kind_[j] == dummy) continue;
+        const double r2 = distance2(x_[i], x_[j]);
+        if (r2 >= re2) continue;
+        const double c = coefficient * weight(std::sqrt(r2), re_lap_);
+        sum += c;
+        if (inner_[j]) {
+          column.push_back(j);
+          value.push_back(-c);
+        }
+      }
+      diagonal[i] = sum + config_.compressibility / (dt_ * dt_);
+    }
+    row.push_back(column.size());
+  }
+  // Jacobi-preconditioned CG: per iteration one ghost update of the search
+  // direction and two allreduces (d.q; then r.z with r.r).
+  std::vector<double> r(b), z(owned_, 0.0), q(owned_, 0.0), d(x_.size(), 0.0);
+  for (std::size_t i = 0; i < owned_; ++i) z[i] = inner_[i] ? r[i] / diagonal[i] : 0.0;
+  std::array<double, 2> sums{0, 0};  // r.z, b.b
+  for (std::size_t i = 0; i < owned_; ++i) {
+    sums[0] += r[i] * z[i];
+    sums[1] += b[i] * b[i];
+  }
+  comm_.allreduce_in_place(std::span<double>(sums), MPI_SUM);
+  double rz = sums[0];
+  const double bb = sums[1], limit2 = config_.cg_tolerance * config_.cg_tolerance * bb;
+  last_cg_residual_ = 0;
+  if (sums[1] == 0) return 0;
+  std::copy(z.begin(), z.end(), d.begin());
+  for (long iteration = 1; iteration <= config_.cg_max_iterations; ++iteration) {
+    ghosts_->update(d);
+    double dq = 0;
+    for (std::size_t i = 0; i < owned_; ++i) {
+      if (!inner_[i]) continue;
+      double sum = diagonal[i] * d[i];
+      for (std::size_t m = row[i]; m < row[i + 1]; ++m) sum += value[m] * d[column[m]];
+      q[i] = sum;
+      dq += d[i] * sum;
+    }
+    dq = comm_.allreduce(dq, MPI_SUM);
+    const double alpha = rz / dq;
+    sums = {0, 0};
+    for (std::size_t i = 0; i < owned_; ++i) {
+      if (!inner_[i]) continue;
+      p[i] += alpha * d[i];
+      r[i] -= alpha * q[i];
+      z[i] = r[i] / diagonal[i];
+      sums[0] += r[i] * z[i];
+      sums[1] += r[i] * r[i];
+    }
+    comm_.allreduce_in_place(std::span<double>(sums), MPI_SUM);
+    last_cg_residual_ = std::sqrt(sums[1] / bb);
+    if (sums[1] <= limit2) return iteration;
+    const double beta = sums[0] / rz;
+    rz = sums[0];
+    for (std::size_t i = 0; i < owned_; ++i) d[i] = z[i] + beta * d[i];
+  }
+  reject(fmt::format("step {}: CG did not reach --cg-tolerance {} in --cg-max-iterations {} (relative residual {:.3g})",
+                     step_ + 1, config_.cg_tolerance, config_.cg_max_iterations, last_cg_residual_));
+}
+
+void Solver::correct() {
+  auto timer = profile_.phase("pressure gradient");
+  // Gradient model with the minimum neighbour pressure (Koshizuka & Oka):
+  // d / n0 sum (p_j - p_min,i) (x_j - x_i) / r^2 w, always repulsive.
+  const double gradient = config_.dimension / n0_, re2 = re_n_ * re_n_;
+  std::vector<Point> acceleration(owned_, Point{0, 0, 0});
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    double lowest = p_[i];
+    for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+      const std::uint32_t j = neighbour_[m];
+      if (kind_[j] != dummy && distance2(x_[i], x_[j]) < re2) lowest = std::min(lowest, p_[j]);
+    }
+    Point sum{0, 0, 0};
+    for (std::size_t m = first_[i]; m < first_[i + 1]; ++m) {
+      const std::uint32_t j = neighbour_[m];
+      if (kind_[j] == dummy) continue;
+      const double r2 = distance2(x_[i], x_[j]);
+      if (r2 >= re2) continue;
+      const double factor = (p_[j] - lowest) * weight(std::sqrt(r2), re_n_) / r2;
+      for (int a = 0; a < 3; ++a) sum[a] += (x_[j][a] - x_[i][a]) * factor;
+    }
+    for (int a = 0; a < 3; ++a) acceleration[i][a] = -gradient * sum[a] / config_.density;
+  }
+  for (std::size_t i = 0; i < owned_; ++i) {
+    if (kind_[i] != fluid) continue;
+    for (int a = 0; a < 3; ++a) {
+      v_[i][a] += dt_ * acceleration[i][a];
+      x_[i][a] += dt_ * dt_ * acceleration[i][a];
+    }
+  }
+}
+
+void Solver::step() {
+  rebalance_and_migrate();
+  build_ghosts_and_neighbours();
+  explicit_step();
+  {
+    auto timer = profile_.phase("ghost update");
+    update(shifted(x_), v_);
+  }
+  collide();
+  {
+    auto timer = profile_.phase("ghost update");
+    update(shifted(x_), v_);
+  }
+  solve_pressure();
+  correct();
+  ++step_;
+  // The neighbour lists hold every pair within r_e as long as no particle
+  // moved more than half the skin since the build.
+  double moved = 0;
+  for (std::size_t i = 0; i < owned_; ++i) moved = std::max(moved, distance2(x_[i], x_built_[i]));
+  moved = std::sqrt(comm_.allreduce(moved, MPI_MAX)) / l0_;
+  if (!(moved <= config_.skin / 2))
+    reject(fmt::format("step {}: a particle moved {:.3g} l0 in one step, more than half the --skin {} (lower --cfl)",
+                       step_, moved, config_.skin));
+}
+
+double Solver::front() const {
+  double highest = -1e300;
+  for (std::size_t i = 0; i < owned_; ++i)
+    if (kind_[i] == fluid) highest = std::max(highest, x_[i][0]);
+  return comm_.allreduce(highest, MPI_MAX) / config_.width;
+}
+
+std::array<long, 3> Solver::counts() const {
+  std::array<long, 3> counts{0, 0, 0};
+  for (std::size_t i = 0; i < owned_; ++i) ++counts[static_cast<std::size_t>(kind_[i])];
+  comm_.allreduce_in_place(std::span<long>(counts), MPI_SUM);
+  return counts;
+}
+
+State Solver::gather() const {
+  std::vector<Record> mine(owned_);
+  for (std::size_t i = 0; i < owned_; ++i) mine[i] = {id_[i], kind_[i], 0, x_[i], v_[i], i < p_.size() ? p_[i] : 0.0};
+  auto all = comm_.allgatherv(std::span<const Record>(mine));
+  std::sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
+  State state;
+  for (const Record& record : all) {
+    state.id.push_back(record.id);
+    state.kind.push_back(record.kind);
+    state.x.push_back(record.x);
+    state.v.push_back(record.v);
+    state.p.push_back(record.p);
+  }
+  return state;
+}
+
+std::uint64_t Solver::checksum() const {
+  const State state = gather();
+  std::uint64_t hash = 14695981039346656037ull;
+  const auto mix = [&](const void* data, std::size_t bytes) {
+    const auto* at = static_cast<const unsigned char*>(data);
+    for (std::size_t k = 0; k < bytes; ++k) hash = (hash ^ at[k]) * 1099511628211ull;
+  };
+  for (std::size_t k = 0; k < state.id.size(); ++k) {
+    mix(&state.id[k], sizeof(std::int64_t));
+    mix(state.x[k].data(), sizeof(Point));
+    mix(state.v[k].data(), sizeof(Point));
+  }
+  return hash;
+}
+
+void Solver::write_checkpoint(const std::filesystem::path& path) const {
+  const State state = gather();
+  collectively(comm_, [&] {
+    if (comm_.rank() != 0) return;
+    CheckpointHeader header{};
+    std::memcpy(header.magic, checkpoint_magic, sizeof header.magic);
+    header.step = step_;
+    header.count = static_cast<std::int64_t>(state.id.size());
+    const auto parameters = parameters_of(config_);
+    std::copy(parameters.begin(), parameters.end(), header.parameters);
+    std::string bytes(sizeof header + state.id.size() * sizeof(Record), '\0');
+    std::memcpy(bytes.data(), &header, sizeof header);
+    for (std::size_t k = 0; k < state.id.size(); ++k) {
+      const Record record{state.id[k], state.kind[k], 0, state.x[k], state.v[k], 0.0};
+      std::memcpy(bytes.data() + sizeof header + k * sizeof(Record), &record, sizeof record);
+    }
+    apps::write_file(path, bytes);
+  });
+}
+
+void Solver::read_checkpoint(const std::filesystem::path& path) {
+  std::vector<Record> records;
+  CheckpointHeader header{};
+  collectively(comm_, [&] {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) reject(fmt::format("--restart {}: cannot open the file", path.string()));
+    if (!in.read(reinterpret_cast<char*>(&header), sizeof header) ||
+        std::memcmp(header.magic, checkpoint_magic, sizeof header.magic) != 0)
+      reject(fmt::format("--restart {}: not a domex-mps checkpoint", path.string()));
+    const auto parameters = parameters_of(config_);
+    for (std::size_t k = 0; k < parameters.size(); ++k)
+      if (header.parameters[k] != parameters[k])
+        reject(fmt::format("--restart {}: written with --{} {}, this run has {}", path.string(), parameter_names[k],
+                           header.parameters[k], parameters[k]));
+    if (header.count <= 0 || header.step < 0)
+      reject(fmt::format("--restart {}: bad header (count {}, step {})", path.string(), header.count, header.step));
+    records.resize(static_cast<std::size_t>(header.count));
+    if (!in.read(reinterpret_cast<char*>(records.data()),
+                 static_cast<std::streamsize>(records.size() * sizeof(Record))))
+      reject(fmt::format("--restart {}: shorter than its {} particles", path.string(), header.count));
+  });
+  // Spread over the ranks; the next step migrates them to their owners.
+  x_.clear();
+  v_.clear();
+  id_.clear();
+  kind_.clear();
+  const int ranks = comm_.size(), rank = comm_.rank();
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    if (static_cast<int>(k % static_cast<std::size_t>(ranks)) != rank) continue;
+    x_.push_back(records[k].x);
+    v_.push_back(records[k].v);
+    id_.push_back(records[k].id);
+    kind_.push_back(records[k].kind);
+  }
+  owned_ = x_.size();
+  p_.clear();
+  step_ = header.step;
+}
+
+}  // namespace domex::mps

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The domex-mps executable as a user runs it: a short run writes the phase
+# table, the Z(T) table, mps.json and a PNG (no .part left); checkpoint/restart
+# at the same np gives the uninterrupted run's checksum, and a checkpoint is
+# read at another np; bad values exit with 2, name the value under one prefix
+# (domex-mps:) and write nothing.
+# Usage: mps_cli.sh DOMEX_MPS MPIEXEC "PREFLAGS"
+set -euo pipefail
+app=$1 mpiexec=$2 preflags=$3
+cli_name=mps_cli
+# shellcheck source=tests/apps/cli_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
+
+common=(--resolution 8 --end-time 0.5 --verify)
+run 2 "${common[@]}" --count-exchange put --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
+  fail "2-rank run failed: $(cat "$work/two.err")"
+[[ -s "$work/two/mps.json" && -s "$work/two/front.png" ]] || fail "no mps.json or front.png"
+ls "$work/two"/flow_*.png > /dev/null 2>&1 || fail "no PNG"
+[[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
+for needle in "Poisson CG" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
+              "ranks each rank exchanges with" "Martin & Moyce" "checksum"; do
+  grep -q "$needle" "$work/two.txt" || fail "no '$needle' in the output: $(cat "$work/two.txt")"
+done
+grep -q "step .*T .*Z .*CG" "$work/two.err" || fail "no progress line"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['particles']['fluid']==128 and d['front_T_Z'] and d['cg_iterations_total']>0" \
+  "$work/two/mps.json" || fail "mps.json lacks the particles, the front or the CG iterations"
+
+# Checkpoint/restart: 12 steps == 6 steps + restart + 6 steps, bitwise at the same np.
+ck=(--resolution 8 --steps 12 --verify)
+run 2 "${ck[@]}" --checkpoint-every 6 --output "$work/ck" > "$work/ck.txt" 2> /dev/null || fail "checkpointing run failed"
+[[ -s "$work/ck/checkpoint_000006.dmx" && -s "$work/ck/checkpoint_000012.dmx" ]] || fail "checkpoints missing"
+run 2 "${ck[@]}" --restart "$work/ck/checkpoint_000006.dmx" --output "$work/ck2" > "$work/ck2.txt" 2> /dev/null ||
+  fail "restart failed"
+sum_full=$(grep checksum "$work/ck.txt") sum_restart=$(grep checksum "$work/ck2.txt")
+[[ -n "$sum_full" && "$sum_full" == "$sum_restart" ]] || fail "restart differs: '$sum_full' vs '$sum_restart'"
+# Any np reads it (the state then agrees to rounding, not bitwise).
+run 1 "${ck[@]}" --decomposition multisection --restart "$work/ck/checkpoint_000006.dmx" --output "$work/ck1" \
+  > "$work/ck1.txt" 2> /dev/null || fail "restart on 1 rank failed"
+grep -q "particles .* fluid 128," "$work/ck1.txt" || fail "restart on 1 rank lost particles: $(cat "$work/ck1.txt")"
+# A checkpoint of other physics is a run failure (exit 1) naming the value.
+status=0
+run 2 --resolution 8 --steps 12 --viscosity 2e-6 --restart "$work/ck/checkpoint_000006.dmx" > /dev/null \
+  2> "$work/bad.err" || status=$?
+[[ $status -eq 1 ]] || fail "mismatched checkpoint: exit status $status, expected 1"
+grep -q -- "--viscosity" "$work/bad.err" || fail "mismatched checkpoint: not named: $(cat "$work/bad.err")"
+
+expect_bad "resolution" "--resolution 2" --resolution 2 --output "$work/bad"
+expect_bad "decomposition" "--decomposition octree" --decomposition octree --output "$work/bad"
+expect_bad "count exchange" "--count-exchange gather" --count-exchange gather --output "$work/bad"
+expect_bad "cfl" "--cfl 2" --cfl 2 --output "$work/bad"
+expect_bad "dimension" "--dimension 4" --dimension 4 --output "$work/bad"
+expect_bad "3-D layers" "--layers 4" --dimension 3 --layers 4 --output "$work/bad"
+expect_bad "end time" "--end-time -1" --end-time -1 --output "$work/bad"
+grep -q -- "^domex-mps: --end-time -1: " "$work/bad.err" || fail "not 'domex-mps: --end-time -1: ...': $(cat "$work/bad.err")"
+printf 'resolution = 8\nstpes = 5\n' > "$work/typo.ini"
+expect_bad "INI typo" "stpes" --config "$work/typo.ini" --output "$work/bad"
+touch "$work/a-file"
+expect_bad "output under a file" "--output $work/a-file/out" --output "$work/a-file/out"
+status=0
+run 1 --resolution abc > /dev/null 2> "$work/bad.err" || status=$?
+[[ $status -eq 2 ]] || fail "--resolution abc: exit status $status, expected 2"
+grep -q "abc" "$work/bad.err" || fail "--resolution abc: not named: $(cat "$work/bad.err")"
+echo "mps_cli: ok"
