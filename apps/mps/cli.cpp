@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli.hpp"
 
+#include "options.hpp"  // whole_number
+
 namespace domex::mps {
 
 std::unique_ptr<CLI::App> make_app(CommandLine& line) {
@@ -12,7 +14,9 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   app->add_option("--width", config.width, "column width a in m (height 2a, tank 4a)")->capture_default_str();
   app->add_option("--resolution", config.resolution, "particles across a (l0 = a / resolution)")->capture_default_str();
   app->add_option("--end-time", config.end_time, "run until T = t sqrt(2 g / a)")->capture_default_str();
-  app->add_option("--steps", config.steps, "stop after this many steps instead (0: until --end-time)")
+  app->add_option("--steps", config.steps,
+                  "the run ends at step N, counted from step 0, also after --restart, as in domex-mhd and domex-ring "
+                  "(0: at --end-time)")
       ->capture_default_str();
   app->add_option("--dimension", config.dimension, "2 (particles in z = 0) | 3 (a slab periodic in z)")
       ->capture_default_str();
@@ -49,6 +53,13 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   app->add_option("--cg-max-iterations", config.cg_max_iterations, "CG iterations before the run fails")
       ->capture_default_str()
       ->group("Physics and numerics");
+  // Every integer option is checked as typed (apps::whole_number), as in the other apps.
+  for (CLI::Option* option : app->get_options())
+    for (const char* name : {"--resolution", "--steps", "--layers", "--image-every", "--checkpoint-every",
+                             "--cg-max-iterations"})
+      if (option->check_name(name)) option->check(apps::whole_number<long>("domex-mps", name, 0, long{1} << 40));
+  for (CLI::Option* option : app->get_options())
+    if (option->check_name("--dimension")) option->check(apps::whole_number<int>("domex-mps", "--dimension", 2, 3));
   app->add_flag("--verify", line.verify, "print a checksum of the final particles (same for a restart at the same np)");
   return app;
 }
