@@ -239,13 +239,23 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
           EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
           EXPECT_LE(stats.let_messages_sent, reference_stats.let_messages_sent);
         }
-      // Nor on the number of threads (sample sort, parallel walk).
+      // Nor on the number of threads (sample sort, tree links and moments
+      // level by level, LETs walked as subtrees, parallel walk), in any LET mode.
       for (int threads : {1, 3})
-        EXPECT_TRUE(bitwise_equal(
-            tree_forces(comm, p,
-                        {.opening = opening, .quadrupole = quadrupole, .softening = softening, .threads = threads}),
-            reference))
-            << threads << " threads";
+        for (auto mode : {domex::LetMode::alltoallv, domex::LetMode::p2p_fast}) {
+          domex::TreeStats stats;
+          EXPECT_TRUE(bitwise_equal(tree_forces(comm, p,
+                                                {.opening = opening,
+                                                 .quadrupole = quadrupole,
+                                                 .let = mode,
+                                                 .softening = softening,
+                                                 .threads = threads},
+                                                &stats),
+                                    reference))
+              << threads << " threads, " << to_string(mode);
+          EXPECT_EQ(stats.let_items_sent, reference_stats.let_items_sent) << threads << " threads, " << to_string(mode);
+          EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
+        }
     }
 }
 
