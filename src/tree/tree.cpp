@@ -959,6 +959,14 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
   if (options.threads < 0) bad("threads " + std::to_string(options.threads) + " < 0");
   for (int a = 0; a < 3; ++a)
     if (!(options.root.hi[a] > options.root.lo[a])) bad("root box empty on axis " + std::to_string(a));
+  if (!(options.target_error >= 0) || !std::isfinite(options.target_error))
+    bad("target_error " + std::to_string(options.target_error) + " not finite and >= 0");
+  if (options.target_error > 0) {
+    const AccuracyChoice choice = choose_accuracy(options.target_error, options.error_measure);
+    state_->options.theta = choice.theta;
+    state_->options.opening = choice.opening;
+    state_->options.quadrupole = choice.quadrupole;
+  }
   state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
 }
 
