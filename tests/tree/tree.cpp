@@ -599,11 +599,12 @@ TEST(TreeForce, TargetErrorIsReached) {
       ASSERT_EQ(errors.size(), n / stride);
       const double median = quantile(errors, 0.5);
       const domex::AccuracyChoice choice = domex::choose_accuracy(target.error, target.measure);
+      const double cost = interactions_per_particle(comm, stats);  // collective: on every rank
       if (comm.rank() == 0)
         std::printf("%s, target %.3g %s: theta %.3f %s %s, %.0f interactions/particle, median error %.3g\n",
                     name_of(distribution), target.error, std::string(to_string(target.measure)).c_str(), choice.theta,
-                    std::string(to_string(choice.opening)).c_str(), choice.quadrupole ? "quadrupole" : "monopole",
-                    interactions_per_particle(comm, stats), median);
+                    std::string(to_string(choice.opening)).c_str(), choice.quadrupole ? "quadrupole" : "monopole", cost,
+                    median);
       EXPECT_LE(median, target.error) << name_of(distribution) << " " << to_string(target.measure) << " " << target.error;
     }
   }
