@@ -309,7 +309,8 @@ void run_tree(const TreeBenchOptions& options) {
   for (double target : options.target_errors) runs.push_back({options.thetas.front(), target, measure});
   // FDPS 7.1 at theta 0.5, median per-particle error of 1e6 particles (../shared/ANCHORS.md).
   const double fdps_error = options.distribution == "uniform" ? 4.8e-3 : options.distribution == "plummer" ? 4.7e-4 : 0;
-  if (options.at_fdps_error && fdps_error > 0) runs.push_back({options.thetas.front(), fdps_error, ErrorMeasure::per_particle});
+  if (options.at_fdps_error && fdps_error > 0)
+    runs.push_back({options.thetas.front(), fdps_error, ErrorMeasure::per_particle});
   if (options.at_fdps_error && fdps_error == 0 && comm.rank() == 0)
     std::printf("no FDPS per-particle error for a %s (per-particle errors of a ring are meaningless)\n",
                 options.distribution.c_str());

@@ -493,13 +493,14 @@ void TreeForce::State::build_let(bool build) {
       let_task_offsets[t + 1] = let_task_offsets[t] + let_outputs[t].count;
       send_offsets[let_tasks[t].message + 1] = let_task_offsets[t + 1];
     }
-    for (std::size_t m = 1; m < send_offsets.size(); ++m) send_offsets[m] = std::max(send_offsets[m], send_offsets[m - 1]);
+    for (std::size_t m = 1; m < send_offsets.size(); ++m)
+      send_offsets[m] = std::max(send_offsets[m], send_offsets[m - 1]);  // a receiver without tasks
     send_refs.resize(let_task_offsets.back());
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::ptrdiff_t t = 0; t < task_count; ++t) {
       const LetOutput& output = let_outputs[static_cast<std::size_t>(t)];
       const LetRef* from = let_thread_refs[output.thread].data() + output.offset;
-      std::copy(from, from + output.count, send_refs.begin() + static_cast<std::ptrdiff_t>(let_task_offsets[static_cast<std::size_t>(t)]));
+      std::copy(from, from + output.count, send_refs.data() + let_task_offsets[static_cast<std::size_t>(t)]);
     }
   }
   send_items.resize(send_refs.size());
