@@ -25,13 +25,6 @@ ErrorMeasure error_measure_from_string(std::string_view name) {
   fail("error_measure_from_string", "unknown error measure '" + std::string(name) + "' (valid: per_particle, rms)");
 }
 
-// Measured on one AMD EPYC (AVX3): the quadrupole term alone (64 targets x
-// 2048 cells, fp64) took 6.5x the time of the fp32 monopole kernel alone per
-// interaction (best of 40, interleaved), and the monopole kernel runs inside
-// the step at ~0.55 of its rate alone (issue 28: 5.0e9 of 9.0e9 /s): a
-// quadrupole cell costs ~1 + 3.5 monopole interactions of the step.
-const double quadrupole_cell_weight = 3.5;
-
 namespace {
 
 // domex-bench tree, 1e5 particles, np 1, one thread, seed 2024, softening
