@@ -33,6 +33,11 @@ struct TreeBenchOptions {
   std::size_t particles = 100000;  ///< in total
   std::string distribution = "uniform";
   std::vector<double> thetas{0.5};
+  /// Runs with TreeOptions::target_error (theta, opening, moments chosen by
+  /// the calibration table), after the theta runs.
+  std::vector<double> target_errors;
+  std::string error_measure = "per_particle";
+  bool at_fdps_error = false;  ///< add a run at FDPS's per-particle error for the distribution
   int leaf_limit = 8;
   int group_limit = 64;
   bool quadrupole = false;
@@ -86,6 +91,10 @@ void generate(const Comm& comm, const TreeBenchOptions& options, std::vector<Poi
 struct Row {
   std::string let;
   double theta;
+  double target_error;  ///< 0: theta given
+  std::string opening;
+  bool quadrupole;
+  double cell_interactions_per_particle;
   std::vector<Profile::Row> phases;  // seconds per step
   double step_s;                     // slowest rank, per step
   double interactions_per_particle;
@@ -141,7 +150,10 @@ ForceError force_error(const Comm& comm, const std::vector<Point>& x, const std:
   return {median, p99, rms_median, rms_p99};
 }
 
-Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, double theta) {
+/// One configuration: the given theta, or (target_error > 0) what the
+/// calibration table chooses for that error in `measure`.
+Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, double theta, double target_error,
+                      ErrorMeasure measure) {
   const Box root = root_of(options.distribution);
   std::vector<Point> x;
   std::vector<double> m;
@@ -157,10 +169,12 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
                         .softening = options.softening,
                         .fp64_accumulation = options.fp64_accumulation,
                         .threads = options.threads,
-                        .root = root});
+                        .root = root,
+                        .target_error = target_error,
+                        .error_measure = measure});
   std::vector<Point> a;
   Profile profile;
-  double step_total = 0, interactions = 0, kernel_core_s = 0, targets = 0;
+  double step_total = 0, interactions = 0, cell_interactions = 0, kernel_core_s = 0, targets = 0;
   double build_parts[4] = {0, 0, 0, 0};  // keys, sort, link, moments
   std::size_t let_messages = 0, let_items = 0;
   // One untimed step first (page faults, first allocations); then `steps`.
@@ -189,6 +203,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
     step_total += seconds;
     const TreeStats& stats = tree.stats();
     interactions += static_cast<double>(stats.epj_interactions + stats.spj_interactions);
+    cell_interactions += static_cast<double>(stats.spj_interactions);
     targets += static_cast<double>(stats.targets);
     kernel_core_s += stats.kernel_s * tree.threads();
     build_parts[0] += stats.keys_s, build_parts[1] += stats.sort_s, build_parts[2] += stats.link_s,
@@ -199,13 +214,16 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
                              "kernel", "other", "imbalance"})
       profile.add(name, step_profile.local_seconds(name));
   }
-  double sums[4] = {interactions, targets, kernel_core_s, static_cast<double>(tree.threads())};
+  double sums[5] = {interactions, targets, kernel_core_s, static_cast<double>(tree.threads()), cell_interactions};
   comm.allreduce_in_place(std::span<double>(sums), MPI_SUM);
   comm.allreduce_in_place(std::span<double>(build_parts), MPI_MAX);
   Row row;
   for (int k = 0; k < 4; ++k) row.build_parts[k] = build_parts[k] / options.steps;
   row.let = std::string(to_string(let));
-  row.theta = theta;
+  row.theta = tree.options().theta;
+  row.target_error = target_error;
+  row.opening = std::string(to_string(tree.options().opening));
+  row.quadrupole = tree.options().quadrupole;
   row.phases = profile.reduce(comm);
   for (auto& phase : row.phases) {
     phase.min /= options.steps;
@@ -214,6 +232,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
   }
   row.step_s = step_total / options.steps;
   row.interactions_per_particle = sums[1] > 0 ? sums[0] / sums[1] : 0;
+  row.cell_interactions_per_particle = sums[1] > 0 ? sums[4] / sums[1] : 0;
   row.kernel_rate = sums[2] > 0 ? sums[0] / sums[2] : 0;
   row.step_rate = sums[0] / (step_total * sums[3]);
   row.threads = tree.threads();
@@ -278,14 +297,36 @@ void run_tree(const TreeBenchOptions& options) {
   if (comm.rank() == 0)
     std::printf("gravity kernel alone (64 targets x 2048 sources in L1, %s): %.3g interactions/s/core\n",
                 gravity_kernel_target().c_str(), kernel_alone);
-  for (double theta : options.thetas)
+  // Runs: the thetas given, then the target errors (in the measure given),
+  // then FDPS's per-particle error for the distribution.
+  struct Run {
+    double theta, target_error;
+    ErrorMeasure measure;
+  };
+  std::vector<Run> runs;
+  const ErrorMeasure measure = error_measure_from_string(options.error_measure);
+  for (double theta : options.thetas) runs.push_back({theta, 0, measure});
+  for (double target : options.target_errors) runs.push_back({options.thetas.front(), target, measure});
+  // FDPS 7.1 at theta 0.5, median per-particle error of 1e6 particles (../shared/ANCHORS.md).
+  const double fdps_error = options.distribution == "uniform" ? 4.8e-3 : options.distribution == "plummer" ? 4.7e-4 : 0;
+  if (options.at_fdps_error && fdps_error > 0)
+    runs.push_back({options.thetas.front(), fdps_error, ErrorMeasure::per_particle});
+  if (options.at_fdps_error && fdps_error == 0 && comm.rank() == 0)
+    std::printf("no FDPS per-particle error for a %s (per-particle errors of a ring are meaningless)\n",
+                options.distribution.c_str());
+  for (const Run& run : runs)
     for (const auto& name : options.lets) {
-      Row row = run_configuration(comm, options, let_mode_from_string(name), theta);
+      Row row = run_configuration(comm, options, let_mode_from_string(name), run.theta, run.target_error, run.measure);
       if (comm.rank() == 0) {
-        std::printf("\n%s theta %.2f, %d thread(s) per rank: step %.1f ms, %.0f interactions/particle, "
+        if (row.target_error > 0)
+          std::printf("\ntarget error %.3g (%s): chose theta %.3f, opening %s, %s", row.target_error,
+                      std::string(to_string(run.measure)).c_str(), row.theta, row.opening.c_str(),
+                      row.quadrupole ? "quadrupole" : "monopole");
+        std::printf("\n%s theta %.2f, %d thread(s) per rank: step %.1f ms, %.0f interactions/particle (%.0f cells), "
                     "kernel %.3g and step %.3g interactions/s/core, LET to %zu ranks (%zu items, max rank)",
                     row.let.c_str(), row.theta, row.threads, 1e3 * row.step_s, row.interactions_per_particle,
-                    row.kernel_rate, row.step_rate, row.let_messages, row.let_items);
+                    row.cell_interactions_per_particle, row.kernel_rate, row.step_rate, row.let_messages,
+                    row.let_items);
         if (row.error_median >= 0)
           std::printf(", force error median %.3g p99 %.3g (per particle; by rms |a|: %.3g / %.3g)", row.error_median,
                       row.error_p99, row.error_rms_median, row.error_rms_p99);
@@ -300,6 +341,17 @@ void run_tree(const TreeBenchOptions& options) {
       }
       rows.push_back(std::move(row));
     }
+  // Side by side: work and error of every run (theta 0.5 beside the runs at
+  // a target error, FDPS's included).
+  if (comm.rank() == 0 && rows.size() > 1) {
+    std::printf("\n%-10s %-14s %6s %-10s %-10s %12s %11s %11s\n", "LET", "target", "theta", "opening", "moments",
+                "inter./part.", "err median", "err rms med");
+    for (const Row& r : rows)
+      std::printf("%-10s %-14s %6.3f %-10s %-10s %12.0f %11.3g %11.3g\n", r.let.c_str(),
+                  r.target_error > 0 ? fmt::format("{:.3g}", r.target_error).c_str() : "-", r.theta, r.opening.c_str(),
+                  r.quadrupole ? "quadrupole" : "monopole", r.interactions_per_particle, r.error_median,
+                  r.error_rms_median);
+  }
   const Json where = provenance_json(comm);
   if (comm.rank() == 0 && !options.json.empty()) {
     Json list = Json::array();
@@ -311,6 +363,10 @@ void run_tree(const TreeBenchOptions& options) {
       const auto measured = [](double value) { return value >= 0 ? Json(value) : Json(nullptr); };
       list.push_back({{"let", r.let},
                       {"theta", r.theta},
+                      {"target_error", r.target_error},
+                      {"opening", r.opening},
+                      {"quadrupole", r.quadrupole},
+                      {"cell_interactions_per_particle", r.cell_interactions_per_particle},
                       {"threads", r.threads},
                       {"step_s", r.step_s},
                       {"interactions_per_particle", r.interactions_per_particle},
@@ -352,6 +408,13 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--particles", options->particles, "particles in total")->capture_default_str();
   command->add_option("--distribution", options->distribution, "uniform, plummer or ring")->capture_default_str();
   command->add_option("--thetas", options->thetas, "opening angles")->capture_default_str();
+  command->add_option("--target-errors", options->target_errors,
+                      "force errors to reach (TreeOptions::target_error; theta, opening and moments chosen)");
+  command->add_option("--error-measure", options->error_measure, "measure of --target-errors: per_particle or rms")
+      ->check(CLI::IsMember({"per_particle", "rms"}))
+      ->capture_default_str();
+  command->add_flag("--at-fdps-error", options->at_fdps_error,
+                    "also run at FDPS's median per-particle error (4.8e-3 uniform, 4.7e-4 Plummer)");
   command->add_option("--leaf-limit", options->leaf_limit, "items per leaf")->capture_default_str();
   command->add_option("--group-limit", options->group_limit, "targets per interaction list")->capture_default_str();
   command->add_flag("--quadrupole", options->quadrupole, "quadrupole moments");

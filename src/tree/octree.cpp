@@ -11,7 +11,7 @@
 
 namespace domex {
 
-void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit) {
+void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit, int threads) {
   if (leaf_limit < 1) fail("Octree::build", "leaf_limit " + std::to_string(leaf_limit) + " < 1");
   if (sorted_keys.size() > std::numeric_limits<std::uint32_t>::max())
     fail("Octree::build", std::to_string(sorted_keys.size()) + " items, more than 2^32 - 1");
@@ -23,37 +23,82 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
   top.box = root;
   top.size = std::max({root.extent(0), root.extent(1), root.extent(2)});
   cells_.push_back(top);
+  levels_.assign({0, 1});
   const auto limit = static_cast<std::uint32_t>(leaf_limit);
   const MortonKey* keys = sorted_keys.data();
-  // Breadth first: cells_[c] is final once reached; its children are appended.
-  for (std::size_t c = 0; c < cells_.size(); ++c) {
-    const TreeCell cell = cells_[c];
-    if (cell.count() <= limit || cell.level >= morton_levels) continue;
-    const int child_level = cell.level + 1;
-    const int shift = 3 * (morton_levels - child_level);
-    const auto first_child = static_cast<std::uint32_t>(cells_.size());
-    std::uint32_t begin = cell.begin;
-    std::uint8_t children = 0;
-    for (MortonKey octant = 0; octant < 8; ++octant) {
-      const MortonKey next = cell.key + ((octant + 1) << shift);  // first key past this octant
-      const std::uint32_t end =
-          octant == 7 ? cell.end
-                      : static_cast<std::uint32_t>(std::lower_bound(keys + begin, keys + cell.end, next) - keys);
-      if (end > begin) {
-        TreeCell child;
-        child.begin = begin;
-        child.end = end;
-        child.level = static_cast<std::uint8_t>(child_level);
-        child.key = cell.key + (octant << shift);
-        child.box = morton_cell_box(child.key, child_level, root);
-        child.size = cell.size * 0.5;
-        cells_.push_back(child);
-        ++children;
-      }
-      begin = end;
+  // Level by level (breadth first, the same cell order as a serial sweep):
+  // each cell of a level finds its octants' ends (binary searches, in
+  // parallel), a prefix sum places the children, which are then written in
+  // parallel. One parallel region for the whole build: three barriers a
+  // level, no fork per level, no allocation inside the loops (cells_ grows
+  // in the single section, between them).
+  std::size_t first = 0, last = 1;  // the level being split, cells [first, last)
+#pragma omp parallel num_threads(std::max(1, threads))
+  while (first < last) {
+#pragma omp single
+    {
+      split_.resize(9 * (last - first));
     }
-    cells_[c].first_child = first_child;
-    cells_[c].child_count = children;
+#pragma omp for schedule(dynamic, 64)
+    for (std::size_t c = first; c < last; ++c) {
+      std::uint32_t* ends = split_.data() + 9 * (c - first);  // 8 octant ends, then the child count
+      const TreeCell& cell = cells_[c];
+      ends[8] = 0;
+      if (cell.count() <= limit || cell.level >= morton_levels) continue;
+      const int shift = 3 * (morton_levels - (cell.level + 1));
+      std::uint32_t begin = cell.begin;
+      for (MortonKey octant = 0; octant < 8; ++octant) {
+        const MortonKey next = cell.key + ((octant + 1) << shift);  // first key past this octant
+        const std::uint32_t end =
+            octant == 7 ? cell.end
+                        : static_cast<std::uint32_t>(std::lower_bound(keys + begin, keys + cell.end, next) - keys);
+        ends[octant] = end;
+        ends[8] += end > begin ? 1 : 0;
+        begin = end;
+      }
+    }
+#pragma omp single
+    {
+      // Exclusive prefix sum of the child counts: each cell's first child.
+      std::size_t next = cells_.size();
+      for (std::size_t c = first; c < last; ++c) {
+        std::uint32_t* ends = split_.data() + 9 * (c - first);
+        const std::uint32_t children = ends[8];
+        cells_[c].first_child = children ? static_cast<std::uint32_t>(next) : 0;
+        cells_[c].child_count = static_cast<std::uint8_t>(children);
+        next += children;
+      }
+      cells_.resize(next);
+    }
+#pragma omp for schedule(dynamic, 64)
+    for (std::size_t c = first; c < last; ++c) {
+      const TreeCell& cell = cells_[c];
+      if (cell.child_count == 0) continue;
+      const std::uint32_t* ends = split_.data() + 9 * (c - first);
+      const int child_level = cell.level + 1;
+      const int shift = 3 * (morton_levels - child_level);
+      std::uint32_t begin = cell.begin, slot = cell.first_child;
+      for (MortonKey octant = 0; octant < 8; ++octant) {
+        const std::uint32_t end = ends[octant];
+        if (end > begin) {
+          TreeCell& child = cells_[slot++];
+          child = TreeCell{};
+          child.begin = begin;
+          child.end = end;
+          child.level = static_cast<std::uint8_t>(child_level);
+          child.key = cell.key + (octant << shift);
+          child.box = morton_cell_box(child.key, child_level, root);
+          child.size = cell.size * 0.5;
+        }
+        begin = end;
+      }
+    }
+#pragma omp single
+    {
+      first = last;
+      last = cells_.size();
+      if (last > first) levels_.push_back(static_cast<std::uint32_t>(last));
+    }
   }
 }
 
@@ -91,12 +136,14 @@ Point centre_of(const Box& box) {
 
 void Octree::compute_moments(std::span<const Point> positions, std::span<const double> masses,
                              std::span<const Quadrupole> item_quadrupoles, std::span<const double> item_extents,
-                             bool quadrupole) {
+                             bool quadrupole, int threads) {
   // The box of each cell's items, widened by their extents: a second bound on
   // b_max (each cell's is set from its items or children below).
   constexpr double inf = std::numeric_limits<double>::infinity();
   tight_.resize(cells_.size());
-  for (std::size_t c = cells_.size(); c-- > 0;) {
+  // One cell from its items (a leaf) or its children: the same arithmetic
+  // whichever thread runs it, so the moments do not depend on the threads.
+  const auto moments_of = [&](std::size_t c) {
     TreeCell& cell = cells_[c];
     Moments m;
     if (cell.leaf()) {
@@ -176,6 +223,14 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
       }
     }
     cell.bmax = bmax;
+  };
+  // Bottom up, a level at a time (a cell's children are all one level
+  // deeper): one parallel region, a barrier per level.
+  if (levels_.size() < 2) return;
+#pragma omp parallel num_threads(std::max(1, threads))
+  for (std::size_t level = levels_.size() - 1; level-- > 0;) {
+#pragma omp for schedule(dynamic, 64)
+    for (std::size_t c = levels_[level]; c < levels_[level + 1]; ++c) moments_of(c);
   }
 }
 

@@ -263,6 +263,24 @@ struct TreeForce::State {
   std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
 
   std::vector<ThreadBuffers> buffers;
+  // The LET build in parallel: tasks (a receiver's LET cut into subtrees
+  // whose walks, concatenated in order, are that LET), each thread's output,
+  // and where each task's output went.
+  struct LetTask {
+    std::uint32_t message;  // index in send_ranks
+    std::uint32_t cell;     // the subtree's root; stand_in: the root moment stands in for the LET
+    std::uint32_t stand_in;
+  };
+  struct LetOutput {
+    std::uint32_t thread;
+    std::size_t offset, count;
+  };
+  std::vector<LetTask> let_tasks;
+  std::vector<LetOutput> let_outputs;
+  std::vector<std::size_t> let_task_offsets;
+  std::vector<std::vector<LetRef>> let_thread_refs;
+  std::vector<std::vector<std::uint32_t>> let_thread_stacks;
+  std::vector<std::uint32_t> let_frontier, let_next_frontier;
 
   [[nodiscard]] double theta2() const { return options.theta * options.theta; }
   [[nodiscard]] double opening_of(const TreeCell& cell) const {
@@ -323,6 +341,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     start = MPI_Wtime();
     keys.resize(n);
     perm.resize(n);
+#pragma omp parallel for num_threads(threads) schedule(static)
     for (std::size_t k = 0; k < n; ++k) keys[k] = order[k].key, perm[k] = order[k].index;
   }
   double start = MPI_Wtime();
@@ -335,7 +354,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::size_t k = 0; k < n; ++k) velocities[k] = v[perm[k]];
   if (build) {
-    local.build(keys, options.root, options.leaf_limit);
+    local.build(keys, options.root, options.leaf_limit, threads);
     // With merge_groups, consecutive sibling group cells (contiguous in the
     // sorted array) are merged while the run stays within group_limit.
     groups.clear();
@@ -360,8 +379,9 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     stats.link_s += MPI_Wtime() - start;
     start = MPI_Wtime();
   }
-  local.compute_moments(positions, masses, {}, {}, options.quadrupole);
+  local.compute_moments(positions, masses, {}, {}, options.quadrupole, threads);
   group_boxes.resize(groups.size());
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t g = 0; g < groups.size(); ++g) {
     Box box = empty_box();
     for (std::uint32_t k = groups[g][0]; k < groups[g][1]; ++k) extend(box, positions[k]);
@@ -372,44 +392,121 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
 
 void TreeForce::State::build_let(bool build) {
   RankSummary mine{empty_box(), local.root().moments, local.root().bmax, positions.size()};
-  for (const Point& p : positions) extend(mine.bounds, p);
+  {
+    // Exact minima and maxima: the same box whatever the threads.
+    double lo[3] = {mine.bounds.lo[0], mine.bounds.lo[1], mine.bounds.lo[2]};
+    double hi[3] = {mine.bounds.hi[0], mine.bounds.hi[1], mine.bounds.hi[2]};
+    const std::size_t n = positions.size();
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : lo[:3]) reduction(max : hi[:3])
+    for (std::size_t k = 0; k < n; ++k)
+      for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], positions[k][a]), hi[a] = std::max(hi[a], positions[k][a]);
+    mine.bounds = Box{{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
+  }
   summaries = comm.allgather(mine);
   const int me = comm.rank();
   if (build) {
     send_ranks.clear();
     send_offsets.assign(1, 0);
     send_refs.clear();
-    std::vector<std::uint32_t> stack;
+    // Tasks, in LET order: per receiver, a frontier of local cells whose
+    // walks concatenated give its LET. A cell that the walk would open is
+    // replaced by its non-empty children (the same test as the walk), level
+    // by level, until there are ~8 tasks per thread; one thread: the root.
+    let_tasks.clear();
+    const std::size_t want = threads > 1 ? 8 * static_cast<std::size_t>(threads) : 1;
     for (int to = 0; to < comm.size(); ++to) {
       if (!sends_let(me, to)) continue;
+      const auto message = static_cast<std::uint32_t>(send_ranks.size());
       send_ranks.push_back(to);
       if (root_stands_in(me, to)) {
-        send_refs.push_back({0, 1});
-      } else {
-        // Walk the local tree against the receiver's particle box: any group
-        // of the receiver lies in that box, so a cell accepted here would be
-        // accepted by every one of its groups.
-        const Box& target = summaries[static_cast<std::size_t>(to)].bounds;
-        stack.assign(1, 0);
-        while (!stack.empty()) {
-          const std::uint32_t c = stack.back();
-          stack.pop_back();
+        let_tasks.push_back({message, 0, 1});
+        continue;
+      }
+      const Box& target = summaries[static_cast<std::size_t>(to)].bounds;
+      let_frontier.assign(1, 0);
+      while (let_frontier.size() < want) {
+        let_next_frontier.clear();
+        bool opened = false;
+        for (std::uint32_t c : let_frontier) {
           const TreeCell& cell = local.cells()[c];
           if (cell.count() == 0) continue;
-          if (separated(target, cell.box, cell.moments.centre, opening_of(cell))) {
-            send_refs.push_back({c, 1});
-          } else if (cell.leaf()) {
-            for (std::uint32_t k = cell.begin; k < cell.end; ++k) send_refs.push_back({k, 0});
+          if (cell.leaf() || separated(target, cell.box, cell.moments.centre, opening_of(cell))) {
+            let_next_frontier.push_back(c);
           } else {
-            for (std::uint32_t k = cell.child_count; k-- > 0;) stack.push_back(cell.first_child + k);
+            opened = true;
+            for (std::uint32_t k = 0; k < cell.child_count; ++k) let_next_frontier.push_back(cell.first_child + k);
           }
         }
+        let_frontier.swap(let_next_frontier);
+        if (!opened) break;
       }
-      send_offsets.push_back(send_refs.size());
+      for (std::uint32_t c : let_frontier) let_tasks.push_back({message, c, 0});
+    }
+    // Walk the tasks in parallel, each into its thread's buffer (kept across
+    // calls: it grows only while a call needs more than any before), then
+    // copy them into send_refs in task order: the LETs do not depend on the
+    // threads or the schedule.
+    const auto thread_count = static_cast<std::size_t>(threads);
+    let_thread_refs.resize(thread_count);
+    let_thread_stacks.resize(thread_count);
+    let_outputs.resize(let_tasks.size());
+    const auto task_count = static_cast<std::ptrdiff_t>(let_tasks.size());
+#pragma omp parallel num_threads(threads)
+    {
+      const auto thread = static_cast<std::size_t>(omp_get_thread_num());
+      std::vector<LetRef>& refs = let_thread_refs[thread];
+      std::vector<std::uint32_t>& stack = let_thread_stacks[thread];
+      refs.clear();
+#pragma omp for schedule(dynamic, 1)
+      for (std::ptrdiff_t t = 0; t < task_count; ++t) {
+        const LetTask task = let_tasks[static_cast<std::size_t>(t)];
+        const std::size_t offset = refs.size();
+        if (task.stand_in) {
+          refs.push_back({0, 1});
+        } else {
+          // Walk the subtree against the receiver's particle box: any group
+          // of the receiver lies in that box, so a cell accepted here would
+          // be accepted by every one of its groups.
+          const Box& target = summaries[static_cast<std::size_t>(send_ranks[task.message])].bounds;
+          stack.assign(1, task.cell);
+          while (!stack.empty()) {
+            const std::uint32_t c = stack.back();
+            stack.pop_back();
+            const TreeCell& cell = local.cells()[c];
+            if (cell.count() == 0) continue;
+            if (separated(target, cell.box, cell.moments.centre, opening_of(cell))) {
+              refs.push_back({c, 1});
+            } else if (cell.leaf()) {
+              for (std::uint32_t k = cell.begin; k < cell.end; ++k) refs.push_back({k, 0});
+            } else {
+              for (std::uint32_t k = cell.child_count; k-- > 0;) stack.push_back(cell.first_child + k);
+            }
+          }
+        }
+        let_outputs[static_cast<std::size_t>(t)] = {static_cast<std::uint32_t>(thread), offset, refs.size() - offset};
+      }
+    }
+    let_task_offsets.resize(let_tasks.size() + 1);
+    let_task_offsets[0] = 0;
+    send_offsets.assign(send_ranks.size() + 1, 0);
+    for (std::size_t t = 0; t < let_tasks.size(); ++t) {
+      let_task_offsets[t + 1] = let_task_offsets[t] + let_outputs[t].count;
+      send_offsets[let_tasks[t].message + 1] = let_task_offsets[t + 1];
+    }
+    for (std::size_t m = 1; m < send_offsets.size(); ++m)
+      send_offsets[m] = std::max(send_offsets[m], send_offsets[m - 1]);  // a receiver without tasks
+    send_refs.resize(let_task_offsets.back());
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::ptrdiff_t t = 0; t < task_count; ++t) {
+      const LetOutput& output = let_outputs[static_cast<std::size_t>(t)];
+      const LetRef* from = let_thread_refs[output.thread].data() + output.offset;
+      std::copy(from, from + output.count, send_refs.data() + let_task_offsets[static_cast<std::size_t>(t)]);
     }
   }
   send_items.resize(send_refs.size());
-  for (std::size_t k = 0; k < send_refs.size(); ++k) {
+  const std::size_t item_count = send_refs.size();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t k = 0; k < item_count; ++k) {
     const LetRef ref = send_refs[k];
     LetItem item{};
     if (ref.is_cell) {
@@ -565,6 +662,7 @@ void TreeForce::State::build_global_tree(bool build) {
   source_x.resize(total);
   source_y.resize(total);
   source_z.resize(total);
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t k = 0; k < total; ++k) {
     const SourceOrigin origin = source_origin[k];
     if (origin.kind == SourceOrigin::local) {
@@ -588,6 +686,7 @@ void TreeForce::State::build_global_tree(bool build) {
     }
   }
   source_xyzm.resize(4 * (total + tree_detail::list_slack()));
+#pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t k = 0; k < total; ++k) {
     source_x[k] = source_positions[k][0];
     source_y[k] = source_positions[k][1];
@@ -599,8 +698,9 @@ void TreeForce::State::build_global_tree(bool build) {
   if (!global_is_local) {
     // (Otherwise nothing came from other ranks: the local tree, with the
     // moments just computed, is the global one: the same sums in the same order.)
-    if (build) global.build(source_keys, options.root, options.leaf_limit);
-    global.compute_moments(source_positions, source_masses, source_quadrupoles, source_extents, options.quadrupole);
+    if (build) global.build(source_keys, options.root, options.leaf_limit, threads);
+    global.compute_moments(source_positions, source_masses, source_quadrupoles, source_extents, options.quadrupole,
+                           threads);
   }
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
@@ -613,7 +713,9 @@ void TreeForce::State::build_global_tree(bool build) {
   double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
   double* far2 = column(geometry.far2);
   cell_xyzm.resize(4 * cells.size());
-  for (std::size_t c = 0; c < cells.size(); ++c) {
+  const std::size_t cell_count = cells.size();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::size_t c = 0; c < cell_count; ++c) {
     const TreeCell& cell = cells[c];
     WalkNode& node = walk_nodes[c];
     const Point& centre = cell.moments.centre;
@@ -858,6 +960,14 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
   if (options.threads < 0) bad("threads " + std::to_string(options.threads) + " < 0");
   for (int a = 0; a < 3; ++a)
     if (!(options.root.hi[a] > options.root.lo[a])) bad("root box empty on axis " + std::to_string(a));
+  if (!(options.target_error >= 0) || !std::isfinite(options.target_error))
+    bad("target_error " + std::to_string(options.target_error) + " not finite and >= 0");
+  if (options.target_error > 0) {
+    const AccuracyChoice choice = choose_accuracy(options.target_error, options.error_measure);
+    state_->options.theta = choice.theta;
+    state_->options.opening = choice.opening;
+    state_->options.quadrupole = choice.quadrupole;
+  }
   state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
 }
 

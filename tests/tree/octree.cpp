@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <span>
 #include <random>
 #include <vector>
@@ -159,6 +160,46 @@ TEST(Octree, EmptyAndSingleItem) {
   EXPECT_EQ(tree.root().moments.mass, 2.0);
   EXPECT_EQ(tree.root().moments.centre, x[0]);
   EXPECT_EQ(tree.groups(64).size(), 1u);
+}
+
+}  // namespace
+
+namespace {
+
+// Links and moments run level by level on several threads: every field of
+// every cell is the same bits as on one thread (clumped and uniform items,
+// quadrupoles and item extents included).
+TEST(Octree, CellsDoNotDependOnTheThreads) {
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  const auto set = random_set(30000, 29, root);
+  std::vector<domex::Quadrupole> item_quadrupoles(set.keys.size());
+  std::vector<double> item_extents(set.keys.size());
+  for (std::size_t i = 0; i < set.keys.size(); ++i) {
+    item_extents[i] = i % 3 == 0 ? 1e-3 * static_cast<double>(i % 7) : 0.0;
+    for (int k = 0; k < 6; ++k) item_quadrupoles[i][static_cast<std::size_t>(k)] = 1e-6 * static_cast<double>((i + k) % 5);
+  }
+  for (int leaf_limit : {1, 8}) {
+    domex::Octree serial;
+    serial.build(set.keys, root, leaf_limit, 1);
+    serial.compute_moments(set.positions, set.masses, item_quadrupoles, item_extents, true, 1);
+    for (int threads : {2, 3, 5}) {
+      domex::Octree parallel;
+      parallel.build(set.keys, root, leaf_limit, threads);
+      parallel.compute_moments(set.positions, set.masses, item_quadrupoles, item_extents, true, threads);
+      ASSERT_EQ(parallel.cells().size(), serial.cells().size()) << threads << " threads";
+      for (std::size_t c = 0; c < serial.cells().size(); ++c) {
+        const auto &a = serial.cells()[c], &b = parallel.cells()[c];
+        ASSERT_TRUE(a.begin == b.begin && a.end == b.end && a.first_child == b.first_child &&
+                    a.child_count == b.child_count && a.level == b.level && a.key == b.key)
+            << "cell " << c << ", " << threads << " threads";
+        ASSERT_EQ(std::memcmp(&a.moments, &b.moments, sizeof(a.moments)), 0) << "cell " << c;
+        ASSERT_EQ(std::memcmp(&a.box, &b.box, sizeof(a.box)), 0) << "cell " << c;
+        ASSERT_EQ(a.size, b.size);
+        ASSERT_EQ(a.opening, b.opening);
+        ASSERT_EQ(a.bmax, b.bmax);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +19,7 @@ namespace {
 
 using domex::Point;
 
-enum class Distribution { uniform, plummer };
+enum class Distribution { uniform, plummer, ring };
 
 /// Particles of one global set, decomposed by multisection and migrated to
 /// their owners. The set is generated identically on every rank from `seed`,
@@ -31,7 +32,12 @@ struct Particles {
 };
 
 domex::Box root_of(Distribution distribution) {
-  return distribution == Distribution::uniform ? domex::Box{{0, 0, 0}, {1, 1, 1}} : domex::Box{{-10, -10, -10}, {10, 10, 10}};
+  switch (distribution) {
+    case Distribution::uniform: return {{0, 0, 0}, {1, 1, 1}};
+    case Distribution::plummer: return {{-10, -10, -10}, {10, 10, 10}};
+    case Distribution::ring: return {{-2, -2, -2}, {2, 2, 2}};
+  }
+  return {};
 }
 
 Particles make_particles(domex::Comm& comm, Distribution distribution, std::size_t n, std::uint64_t seed) {
@@ -42,6 +48,11 @@ Particles make_particles(domex::Comm& comm, Distribution distribution, std::size
     Point x;
     if (distribution == Distribution::uniform) {
       x = {u(random), u(random), u(random)};
+    } else if (distribution == Distribution::ring) {
+      // Planetary ring as domex-bench tree's: radius 1, width 0.1, thickness 0.001.
+      const double r = std::sqrt(0.95 * 0.95 + (1.05 * 1.05 - 0.95 * 0.95) * u(random));
+      const double phi = 2 * 3.141592653589793 * u(random);
+      x = {r * std::cos(phi), r * std::sin(phi), 0.001 * (u(random) - 0.5)};
     } else {
       // Plummer sphere in Henon units (scale radius 3 pi / 16), truncated at
       // r = 9 inside the root box [-10, 10)^3.
@@ -106,6 +117,23 @@ std::vector<double> relative_errors(const domex::Comm& comm, const std::vector<s
   auto all = comm.allgatherv(std::span<const double>(errors));
   std::sort(all.begin(), all.end());
   return all;
+}
+
+/// |da| / rms |a| of the sampled particles (rms over all samples), all ranks, sorted.
+std::vector<double> rms_errors(const domex::Comm& comm, const std::vector<std::pair<std::size_t, Point>>& exact,
+                               const std::vector<Point>& a) {
+  std::vector<std::array<double, 2>> sampled;  // |da|^2, |a|^2
+  for (const auto& [i, e] : exact) {
+    const double d0 = a[i][0] - e[0], d1 = a[i][1] - e[1], d2 = a[i][2] - e[2];
+    sampled.push_back({d0 * d0 + d1 * d1 + d2 * d2, e[0] * e[0] + e[1] * e[1] + e[2] * e[2]});
+  }
+  const auto all = comm.allgatherv(std::span<const std::array<double, 2>>(sampled));
+  double mean_a2 = 0;
+  for (const auto& s : all) mean_a2 += s[1] / static_cast<double>(all.size());
+  std::vector<double> errors;
+  for (const auto& s : all) errors.push_back(std::sqrt(s[0] / mean_a2));
+  std::sort(errors.begin(), errors.end());
+  return errors;
 }
 
 double quantile(const std::vector<double>& sorted, double q) {
@@ -239,13 +267,23 @@ TEST(TreeForce, EveryLetModeGivesBitwiseIdenticalForces) {
           EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
           EXPECT_LE(stats.let_messages_sent, reference_stats.let_messages_sent);
         }
-      // Nor on the number of threads (sample sort, parallel walk).
+      // Nor on the number of threads (sample sort, tree links and moments
+      // level by level, LETs walked as subtrees, parallel walk), in any LET mode.
       for (int threads : {1, 3})
-        EXPECT_TRUE(bitwise_equal(
-            tree_forces(comm, p,
-                        {.opening = opening, .quadrupole = quadrupole, .softening = softening, .threads = threads}),
-            reference))
-            << threads << " threads";
+        for (auto mode : {domex::LetMode::alltoallv, domex::LetMode::p2p_fast}) {
+          domex::TreeStats stats;
+          EXPECT_TRUE(bitwise_equal(tree_forces(comm, p,
+                                                {.opening = opening,
+                                                 .quadrupole = quadrupole,
+                                                 .let = mode,
+                                                 .softening = softening,
+                                                 .threads = threads},
+                                                &stats),
+                                    reference))
+              << threads << " threads, " << to_string(mode);
+          EXPECT_EQ(stats.let_items_sent, reference_stats.let_items_sent) << threads << " threads, " << to_string(mode);
+          EXPECT_EQ(stats.spj_interactions, reference_stats.spj_interactions);
+        }
     }
 }
 
@@ -517,6 +555,88 @@ TEST(TreeForce, ThetaZeroIsTheDirectSum) {
         EXPECT_LE(quantile(errors, 1.0), 2e-5) << "radius " << radius << " quadrupole " << quadrupole << " "
                                                << domex::to_string(let);
       }
+}
+
+}  // namespace
+
+namespace {
+
+const char* name_of(Distribution distribution) {
+  switch (distribution) {
+    case Distribution::uniform: return "uniform";
+    case Distribution::plummer: return "plummer";
+    case Distribution::ring: return "ring";
+  }
+  return "?";
+}
+
+// Accuracy on request: with TreeOptions::target_error the measured median
+// error (2000 sampled targets against an exact direct sum) is at or below
+// the target, on uniform, Plummer and ring inputs of 2e4 particles (the table
+// was calibrated at 1e5, np 1). The per-particle measure is not applied to
+// the ring: its forces nearly cancel for some particles (ANCHORS.md).
+TEST(TreeForce, TargetErrorIsReached) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  // 2e4 also under the sanitizer (~40 s at np 1): at 4e3 particles the
+  // errors grow (uniform, 4.8e-3 per particle: 4.7e-3 measured), the margin
+  // is spent on the particle count.
+  const std::size_t n = 20000, stride = n / 2000;
+  struct Target {
+    domex::ErrorMeasure measure;
+    double error;
+  };
+  // FDPS's per-particle medians (uniform, Plummer), ten times tighter, and rms ones.
+  const Target targets[] = {{domex::ErrorMeasure::per_particle, 4.8e-3}, {domex::ErrorMeasure::per_particle, 4.7e-4},
+                            {domex::ErrorMeasure::per_particle, 4.7e-5}, {domex::ErrorMeasure::rms, 1e-2},
+                            {domex::ErrorMeasure::rms, 1e-3},           {domex::ErrorMeasure::rms, 1e-4}};
+  for (Distribution distribution : {Distribution::uniform, Distribution::plummer, Distribution::ring}) {
+    const auto p = make_particles(comm, distribution, n, 83);
+    const auto exact = direct_sums(comm, p, stride);
+    for (const Target& target : targets) {
+      if (distribution == Distribution::ring && target.measure == domex::ErrorMeasure::per_particle) continue;
+      domex::TreeStats stats;
+      const domex::TreeOptions options{.softening = softening, .target_error = target.error, .error_measure = target.measure};
+      const auto a = tree_forces(comm, p, options, &stats);
+      const auto errors =
+          target.measure == domex::ErrorMeasure::per_particle ? relative_errors(comm, exact, a) : rms_errors(comm, exact, a);
+      ASSERT_EQ(errors.size(), n / stride);
+      const double median = quantile(errors, 0.5);
+      const domex::AccuracyChoice choice = domex::choose_accuracy(target.error, target.measure);
+      const double cost = interactions_per_particle(comm, stats);  // collective: on every rank
+      if (comm.rank() == 0)
+        std::printf("%s, target %.3g %s: theta %.3f %s %s, %.0f interactions/particle, median error %.3g\n",
+                    name_of(distribution), target.error, std::string(to_string(target.measure)).c_str(), choice.theta,
+                    std::string(to_string(choice.opening)).c_str(), choice.quadrupole ? "quadrupole" : "monopole", cost,
+                    median);
+      EXPECT_LE(median, target.error) << name_of(distribution) << " " << to_string(target.measure) << " " << target.error;
+    }
+  }
+}
+
+// The option changes only theta, opening and moments: the forces are bitwise
+// those of the chosen configuration given by hand, and without a target they
+// are those of the plain options.
+TEST(TreeForce, TargetErrorOnlyChoosesTheConfiguration) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const auto p = make_particles(comm, Distribution::plummer, sanitized ? 3000 : 12000, 89);
+  EXPECT_TRUE(bitwise_equal(tree_forces(comm, p, {.softening = softening, .target_error = 0}),
+                            tree_forces(comm, p, {.softening = softening})));
+  for (double target : {4.7e-4, 4.8e-3}) {
+    const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
+    domex::TreeForce tree(comm, {.softening = softening, .root = p.root, .target_error = target});
+    EXPECT_EQ(tree.options().theta, choice.theta);
+    EXPECT_EQ(tree.options().opening, choice.opening);
+    EXPECT_EQ(tree.options().quadrupole, choice.quadrupole);
+    domex::Profile profile;
+    std::vector<Point> a(p.x.size());
+    tree.compute(p.x, p.m, a, profile);
+    EXPECT_TRUE(bitwise_equal(
+        a, tree_forces(comm, p,
+                       {.theta = choice.theta, .opening = choice.opening, .quadrupole = choice.quadrupole,
+                        .softening = softening})));
+  }
+  EXPECT_THROW(domex::TreeForce(comm, {.target_error = -1}), domex::Error);
+  EXPECT_THROW(domex::TreeForce(comm, {.target_error = 1e-12}), domex::Error);  // below the calibrated range
 }
 
 }  // namespace

@@ -82,16 +82,18 @@ struct TreeCell {
 /// computes moments bottom up.
 class Octree {
  public:
-  /// Links the cells over `sorted_keys` (ascending). O(cells log n).
-  void build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit);
+  /// Links the cells over `sorted_keys` (ascending). O(cells log n), a level
+  /// at a time on `threads` OpenMP threads; the cells do not depend on them.
+  void build(std::span<const MortonKey> sorted_keys, const Box& root, int leaf_limit, int threads = 1);
   /// Moments, opening length and b_max of every cell from the items in key
   /// order: positions, masses and, when not empty, a quadrupole and an
   /// extent (b_max) per item (pseudo-particles of a LET; empty: zero).
   /// Quadrupoles are summed only if `quadrupole` is set. Deterministic: a
-  /// cell's moments depend only on its items and their order.
+  /// cell's moments depend only on its items and their order, never on the
+  /// `threads` (OpenMP, a level at a time bottom up).
   void compute_moments(std::span<const Point> positions, std::span<const double> masses,
                        std::span<const Quadrupole> item_quadrupoles, std::span<const double> item_extents,
-                       bool quadrupole);
+                       bool quadrupole, int threads = 1);
   /// Cells with at most `group_limit` items whose parent has more (or leaves
   /// with more, when group_limit < leaf_limit), in Morton order; empty cells
   /// are left out.
@@ -104,6 +106,8 @@ class Octree {
  private:
   Box root_;
   std::vector<TreeCell> cells_;
+  std::vector<std::uint32_t> levels_;  // cells of level L: [levels_[L], levels_[L + 1])
+  std::vector<std::uint32_t> split_;   // build's scratch: octant ends and child count of a level's cells
   std::vector<Box> tight_;  // compute_moments' scratch: each cell's items' box, widened by their extents
 };
 

@@ -11,6 +11,7 @@
 #include <domex/comm/comm.hpp>
 #include <domex/comm/profile.hpp>
 #include <domex/exchange/algorithm.hpp>
+#include <domex/tree/accuracy.hpp>
 #include <domex/tree/kernel.hpp>
 #include <domex/tree/octree.hpp>
 #include <domex/tree/sort.hpp>
@@ -106,6 +107,14 @@ struct TreeOptions {
   /// the slowest rank is never counted in the phase after it.
   bool barrier_phases = true;
   Box root{{0, 0, 0}, {1, 1, 1}};  ///< every position must lie in [lo, hi)
+  /// > 0: accuracy on request. theta, opening and quadrupole are replaced by
+  /// choose_accuracy(target_error, error_measure) (accuracy.hpp): the
+  /// cheapest configuration whose calibrated median error, times a safety
+  /// margin, is at most this. TreeForce::options() shows the choice.
+  /// Calibrated with the defaults of the other options and softening 1/32
+  /// (of a unit-mass set of size ~1); see docs/tree_accuracy.md.
+  double target_error = 0;
+  ErrorMeasure error_measure = ErrorMeasure::per_particle;  ///< what target_error measures
 };
 
 /// A particle in an interaction list (an EPJ in FDPS's words).

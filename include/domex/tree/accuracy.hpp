@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// Accuracy on request: the opening angle, opening test and moment order that
+// reach a requested force error at the least work, from a calibration table
+// measured with `domex-bench tree` (docs/tree_accuracy.md has the table, and
+// the checks on inputs it was not measured on). The table (src/tree/
+// accuracy.cpp): for D in uniform, plummer, ring, O in cell, particles,
+// monopoles and quadrupoles,
+//
+//   scripts/run -n 1 build/release/bench/domex-bench tree --particles 100000 --distribution D --opening O
+//       [--quadrupole] --thetas 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 --steps 1 --threads 1 --json D-O.json
+//
+// (seed 2024, softening 1/32, leaf 8, group 64; medians over 2000 targets
+// against an fp64 direct sum). For example, cell test, monopoles, uniform:
+// theta 0.5 -> 5.8e-4 per particle at 1590 interactions per particle, theta
+// 0.9 -> 3.2e-3 at 489; Plummer at theta 0.5: 3.1e-4 at 3223.
+//
+//   domex::TreeForce tree(comm, {.softening = 1.0 / 32, .target_error = 4.8e-3});
+//   tree.options().theta;   // the theta chosen
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+namespace domex {
+
+enum class Opening;
+
+/// How a force error is measured: over sampled targets i against an exact
+/// fp64 direct sum a_i (same softening), the median of
+enum class ErrorMeasure {
+  per_particle,  ///< |da_i| / |a_i| (FDPS's figures; meaningless where forces nearly cancel, as in a ring)
+  rms,           ///< |da_i| / rms_j |a_j| (normalised by the root mean square force of the samples)
+};
+
+/// "per_particle", "rms".
+std::string_view to_string(ErrorMeasure measure) noexcept;
+/// Inverse of to_string(); throws domex::Error naming the valid names.
+ErrorMeasure error_measure_from_string(std::string_view name);
+
+/// One calibrated configuration at one opening angle: median errors and
+/// interactions per particle (TreeStats::interactions_per_particle) measured
+/// on 1e5 particles at np 1 (softening 1/32, leaf 8, group 64, cell test
+/// length cell_edge_factor x the edge). Ring: rms measure only.
+struct CalibrationPoint {
+  Opening opening;
+  bool quadrupole;
+  double theta;
+  double uniform_error, plummer_error;                // per particle
+  double uniform_rms, plummer_rms, ring_rms;          // by rms |a|
+  double uniform_cost, plummer_cost, ring_cost;       // interactions per particle
+  double uniform_cells, plummer_cells, ring_cells;    // of which with cells (and LET pseudo-particles)
+};
+
+/// The table choose_accuracy() reads (sorted by configuration, then theta).
+std::span<const CalibrationPoint> accuracy_calibration() noexcept;
+
+/// The choice for a target: what TreeForce uses, and what the table predicts.
+struct AccuracyChoice {
+  double theta;
+  Opening opening;
+  bool quadrupole;
+  double predicted_error;  ///< the calibrated error envelope at theta (before the margin)
+  double predicted_cost;   ///< interactions per particle (quadrupole cells weighted), mean of uniform and Plummer
+};
+
+/// A quadrupole cell interaction costs 1 + this many monopole interactions:
+/// its fp64 term runs after the fp32 monopole one. Alone (64 targets x 2048
+/// cells, AVX3) the term took 6.5x a monopole interaction; inside the step
+/// the monopole kernel runs at ~0.55 of its rate alone (issue 28): 3.5.
+inline constexpr double quadrupole_cell_weight = 3.5;
+
+/// Calibrated errors are multiplied by this before they are compared with a
+/// target: room for inputs, particle counts and rank counts that were not
+/// calibrated (see docs/tree_accuracy.md for the margins measured).
+inline constexpr double accuracy_safety_margin = 1.5;
+
+/// The configuration whose calibrated error envelope (the largest over the
+/// calibrated distributions: uniform and Plummer for per_particle, also the
+/// ring for rms), times accuracy_safety_margin, is at most `target` at the
+/// least cost: for each opening test and moment order, the largest theta
+/// (log-log interpolation between the table's angles, never beyond them)
+/// that meets the target, then the cheapest of those. Cost: interactions per
+/// particle (mean of uniform and Plummer), a quadrupole cell counted
+/// 1 + quadrupole_cell_weight times. Throws domex::Error if
+/// target is not positive and finite or below what the table reaches.
+AccuracyChoice choose_accuracy(double target, ErrorMeasure measure);
+
+}  // namespace domex

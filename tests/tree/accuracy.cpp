@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <domex/tree/accuracy.hpp>
+#include <domex/tree/tree.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+TEST(Accuracy, NamesRoundTrip) {
+  for (auto measure : {domex::ErrorMeasure::per_particle, domex::ErrorMeasure::rms})
+    EXPECT_EQ(domex::error_measure_from_string(domex::to_string(measure)), measure);
+  EXPECT_THROW(domex::error_measure_from_string("p99"), domex::Error);
+}
+
+TEST(Accuracy, TableIsSortedAndMeasured) {
+  const auto table = domex::accuracy_calibration();
+  ASSERT_GE(table.size(), 8u);
+  for (std::size_t k = 0; k < table.size(); ++k) {
+    const auto& p = table[k];
+    EXPECT_GT(p.theta, 0);
+    for (double v : {p.uniform_error, p.plummer_error, p.uniform_rms, p.plummer_rms, p.ring_rms})
+      EXPECT_TRUE(v > 0 && v < 1) << k;
+    for (double v : {p.uniform_cost, p.plummer_cost, p.ring_cost}) EXPECT_GT(v, 0) << k;
+    if (k > 0 && table[k - 1].opening == p.opening && table[k - 1].quadrupole == p.quadrupole) {
+      EXPECT_GT(p.theta, table[k - 1].theta) << k;
+      EXPECT_LT(p.uniform_cost, table[k - 1].uniform_cost) << k;  // a larger angle opens fewer cells
+    }
+  }
+}
+
+// The choice meets the target with the margin, never extrapolates, and a
+// looser target never costs more.
+TEST(Accuracy, ChoiceMeetsTheTargetAndLooserTargetsCostLess) {
+  for (auto measure : {domex::ErrorMeasure::per_particle, domex::ErrorMeasure::rms}) {
+    double previous_cost = INFINITY;
+    for (double target = 1e-5; target < 0.2; target *= 1.5) {
+      domex::AccuracyChoice choice{};
+      try {
+        choice = domex::choose_accuracy(target, measure);
+      } catch (const domex::Error&) {
+        continue;  // below the calibrated range
+      }
+      EXPECT_LE(choice.predicted_error * domex::accuracy_safety_margin, target * (1 + 1e-12));
+      EXPECT_LE(choice.predicted_cost, previous_cost * (1 + 1e-12)) << target;
+      previous_cost = choice.predicted_cost;
+      double low = INFINITY, high = 0;
+      for (const auto& p : domex::accuracy_calibration())
+        if (p.opening == choice.opening && p.quadrupole == choice.quadrupole)
+          low = std::min(low, p.theta), high = std::max(high, p.theta);
+      EXPECT_GE(choice.theta, low);
+      EXPECT_LE(choice.theta, high);
+      std::printf("%s %.3g: theta %.3f %s %s, cost %.0f monopole interactions/particle\n", std::string(to_string(measure)).c_str(),
+                  target, choice.theta, std::string(to_string(choice.opening)).c_str(),
+                  choice.quadrupole ? "quadrupole" : "monopole", choice.predicted_cost);
+    }
+  }
+  EXPECT_THROW(domex::choose_accuracy(0, domex::ErrorMeasure::rms), domex::Error);
+  EXPECT_THROW(domex::choose_accuracy(NAN, domex::ErrorMeasure::rms), domex::Error);
+  EXPECT_THROW(domex::choose_accuracy(1e-12, domex::ErrorMeasure::per_particle), domex::Error);
+}
+
+}  // namespace
