@@ -302,7 +302,6 @@ struct GhostPlan::State {
   std::vector<std::size_t> send_indices;
   std::vector<Point> send_shifts;
   std::vector<std::size_t> shifted;          ///< the copies (positions in send_indices) with a non-zero shift
-  std::vector<std::size_t> scratch_shifted;  ///< one message's, for gather()
   GhostStats stats;
 
   /// What the search found: a copy of owned particle `index` for `rank`, image `image`.
@@ -357,7 +356,14 @@ struct GhostPlan::State {
   [[nodiscard]] int rank() const noexcept { return comm->rank(); }
   /// The channel for a direction and these fields, made on first use.
   int channel(bool reverse, std::span<const detail::GhostFieldView> fields);
-  void validate(std::string_view call, std::span<const detail::GhostFieldView> fields) const;
+  /// What is wrong with an operation's fields on this rank ("" if nothing).
+  [[nodiscard]] std::string problem(std::string_view call, std::span<const detail::GhostFieldView> fields) const;
+  /// The agreement of every operation: one MPI_Allreduce of "some rank has
+  /// a problem" on the plan's communicator (an MPI_Iallreduce overlapped
+  /// with the packing was slower here: Open MPI's non-blocking collectives
+  /// progress only inside MPI calls); on a problem every rank throws
+  /// (fail_together) and nothing is sent.
+  void agree_on(std::string_view call, const std::string& problem) const;
   /// The build shared by all decompositions. `periodic`: axes whose image
   /// is a shift by `period`; `pieces_near(region)`: the pieces within the
   /// cutoff of a Cartesian region. Strong guarantee.
@@ -470,34 +476,47 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
   return static_cast<int>(channels.size()) - 1;
 }
 
-void GhostPlan::State::validate(std::string_view call, std::span<const detail::GhostFieldView> fields) const {
-  agree(*comm, call, [&] {
-    if (active >= 0) fail(call, "an operation of this plan is still in flight (call finish() first)");
-    const std::size_t size = local + ghost_positions.size();
-    for (std::size_t f = 0; f < fields.size(); ++f) {
-      if (fields[f].elements != size)
-        fail(call, fmt::format("field {} has {} entries; the plan was built for {} owned + {} ghosts = {} (rebuild "
-                               "the plan after the particle count changes)",
-                               f, fields[f].elements, local, ghost_positions.size(), size));
-      if (fields[f].shift_at >= 0 &&
-          static_cast<std::size_t>(fields[f].shift_at) + sizeof(Point) > fields[f].element_size)
-        fail(call, fmt::format("field {}: shifted Point at byte {} lies outside its {}-byte element", f,
-                               fields[f].shift_at, fields[f].element_size));
-    }
-  });
+std::string GhostPlan::State::problem(std::string_view call, std::span<const detail::GhostFieldView> fields) const {
+  if (active >= 0) return "an operation of this plan is still in flight (call finish() first)";
+  const std::size_t size = local + ghost_positions.size();
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    if (fields[f].elements != size)
+      return fmt::format("field {} has {} entries; the plan was built for {} owned + {} ghosts = {} (rebuild "
+                         "the plan after the particle count changes)",
+                         f, fields[f].elements, local, ghost_positions.size(), size);
+    if (fields[f].shift_at >= 0 && call == "GhostPlan::reverse")
+      return fmt::format("field {} is shifted: positions have no reverse", f);
+    if (fields[f].shift_at >= 0 && static_cast<std::size_t>(fields[f].shift_at) + sizeof(Point) > fields[f].element_size)
+      return fmt::format("field {}: shifted Point at byte {} lies outside its {}-byte element", f, fields[f].shift_at,
+                         fields[f].element_size);
+  }
+  return {};
+}
+
+void GhostPlan::State::agree_on(std::string_view call, const std::string& problem) const {
+  int bad = problem.empty() ? 0 : 1;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, mpi), "MPI_Allreduce");
+  if (bad) fail_together(*comm, call, problem);
 }
 
 namespace {
 
 /// Copies the elements data[indices[k]] into out[k], adding the image shift
-/// of the copies listed in `shifted` (positions k, ascending, relative to
-/// `indices`) to the Point at `shift_at` (when >= 0). A pure Point field gets
-/// the copy and the shift in one pass.
+/// to the Point at `shift_at` (when >= 0) of the copies listed in `shifted`
+/// (positions in the whole send list, ascending; `indices` starts at
+/// position `first`). A pure Point field gets the copy and the shift in one
+/// pass.
 void gather(const detail::GhostFieldView& field, std::span<const std::size_t> indices, std::span<const Point> shifts,
-            std::span<const std::size_t> shifted, std::byte* out) {
+            std::span<const std::size_t> shifted, std::size_t first, std::byte* out) {
   const std::size_t size = field.element_size;
   const std::byte* data = field.data;
-  if (field.shift_at == 0 && size == sizeof(Point) && !shifted.empty()) {
+  if (field.shift_at < 0) shifted = {};
+  const auto from_shifted = std::lower_bound(shifted.begin(), shifted.end(), first);
+  const auto to_shifted = std::lower_bound(from_shifted, shifted.end(), first + indices.size());
+  // Mostly shifted (a rank's own images): copy and shift in one pass;
+  // otherwise copy, then shift the few.
+  if (field.shift_at == 0 && size == sizeof(Point) &&
+      2 * static_cast<std::size_t>(to_shifted - from_shifted) > indices.size()) {
     const auto* from = reinterpret_cast<const Point*>(data);
     for (std::size_t k = 0; k < indices.size(); ++k) {
       Point p = from[indices[k]];
@@ -522,8 +541,8 @@ void gather(const detail::GhostFieldView& field, std::span<const std::size_t> in
     default:
       for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * size, data + indices[k] * size, size);
   }
-  if (field.shift_at < 0) return;
-  for (std::size_t k : shifted) {
+  for (auto at_shifted = from_shifted; at_shifted != to_shifted; ++at_shifted) {
+    const std::size_t k = *at_shifted - first;
     Point p;
     std::byte* at = out + k * size + field.shift_at;
     std::memcpy(&p, at, sizeof(Point));
@@ -853,38 +872,41 @@ void wait(std::vector<MPI_Request>& requests) {
 
 void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
   State& state = *state_;
-  state.validate("GhostPlan::update", fields);
+  constexpr std::string_view call = "GhostPlan::update";
+  state.agree_on(call, state.problem(call, fields));
   const int c = state.channel(false, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
   const std::size_t record = channel.record;
-  start(channel.receives);
   const int me = state.rank();
   const std::span<const std::size_t> indices(state.send_indices);
   const std::span<const Point> shifts(state.send_shifts);
-  std::vector<std::size_t>& shifted = state.scratch_shifted;
+  const std::span<const std::size_t> shifted(state.shifted);
+  start(channel.receives);
+  // The messages first, so that they travel while this rank copies its own
+  // periodic images (straight into their ghost entries) after them.
+  std::size_t self = state.destinations.size();
   for (std::size_t m = 0; m < state.destinations.size(); ++m) {
     const std::size_t begin = state.destination_offsets[m], count = state.destination_offsets[m + 1] - begin;
-    // The copies of this message with a non-zero shift, relative to its start.
-    shifted.clear();
-    for (auto k = std::lower_bound(state.shifted.begin(), state.shifted.end(), begin);
-         k != state.shifted.end() && *k < begin + count; ++k)
-      shifted.push_back(*k - begin);
-    if (state.destinations[m] == me) {  // this rank's own images: straight into the ghost entries
-      const auto s = static_cast<std::size_t>(
-          std::lower_bound(state.sources.begin(), state.sources.end(), me) - state.sources.begin());
-      const std::size_t ghost = state.local + state.source_offsets[s];
-      for (const auto& field : fields)
-        gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted,
-               field.data + ghost * field.element_size);
+    if (state.destinations[m] == me) {
+      self = m;
       continue;
     }
     std::byte* out = channel.owner_side.data() + begin * record;
     for (const auto& field : fields) {
-      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, out);
+      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, begin, out);
       out += count * field.element_size;
     }
   }
   start(channel.sends);
+  if (self < state.destinations.size()) {
+    const std::size_t begin = state.destination_offsets[self], count = state.destination_offsets[self + 1] - begin;
+    const auto s = static_cast<std::size_t>(std::lower_bound(state.sources.begin(), state.sources.end(), me) -
+                                            state.sources.begin());
+    const std::size_t ghost = state.local + state.source_offsets[s];
+    for (const auto& field : fields)
+      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, begin,
+             field.data + ghost * field.element_size);
+  }
   state.active = c;
   state.active_fields.assign(fields.begin(), fields.end());
 }
@@ -913,32 +935,32 @@ void GhostPlan::finish() {
 
 void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
   State& state = *state_;
-  state.validate("GhostPlan::reverse", fields);
-  for (const auto& field : fields)
-    if (field.shift_at >= 0) fail("GhostPlan::reverse", "a shifted field has no reverse (positions are not summed)");
+  constexpr std::string_view call = "GhostPlan::reverse";
+  state.agree_on(call, state.problem(call, fields));
   const int c = state.channel(true, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
   const std::size_t record = channel.record;
-  start(channel.receives);
   const int me = state.rank();
-  for (std::size_t s = 0; s < state.sources.size(); ++s) {
+  start(channel.receives);
+  auto pack = [&](std::size_t s, std::byte* out) {
     const std::size_t begin = state.source_offsets[s], count = state.source_offsets[s + 1] - begin;
-    std::byte* out;
-    if (state.sources[s] == me) {
-      state.self.resize(count * record);
-      out = state.self.data();
-    } else if (channel.fields.empty()) {
-      out = channel.ghost_side.data() + begin * record;
-    } else {
-      continue;  // sent straight from the ghost entries
-    }
     for (const auto& field : fields) {
       const std::size_t bytes = count * field.element_size;
       std::memcpy(out, field.data + (state.local + begin) * field.element_size, bytes);
       out += bytes;
     }
-  }
+  };
+  // Messages first (sent straight from the ghost entries, or packed when
+  // buffered), then this rank's own images while they travel.
+  std::size_t self = state.sources.size();
+  for (std::size_t s = 0; s < state.sources.size(); ++s)
+    if (state.sources[s] == me) self = s;
+    else if (channel.fields.empty()) pack(s, channel.ghost_side.data() + state.source_offsets[s] * record);
   start(channel.sends);
+  if (self < state.sources.size()) {
+    state.self.resize((state.source_offsets[self + 1] - state.source_offsets[self]) * record);
+    pack(self, state.self.data());
+  }
   state.active = c;
   state.active_fields.assign(fields.begin(), fields.end());
 }
