@@ -176,6 +176,7 @@ void run_sparse(const SparseOptions& options) {
     std::fprintf(stderr, "domex-bench sparse: %d ranks, %zu patterns x %zu sizes x %zu algorithms; automatic's cost model: %s\n",
                  comm.size(), options.patterns.size(), options.sizes.size(), algorithms.size(), model.source().c_str());
   std::vector<Row> rows;
+  std::vector<std::string> excluded;  // what automatic does not run here, and why (docs/mpi_defects.md)
   Outbox<std::byte> outbox;
   std::vector<Inbox<std::byte>> inboxes(algorithms.size());
   for (const auto& pattern : options.patterns) {
@@ -275,6 +276,10 @@ void run_sparse(const SparseOptions& options) {
         }
       }
       const auto report = automatic_report(automatic_comm);
+      for (const auto& e : report.excluded) {
+        const std::string line = fmt::format("{} not run: {}", to_string(e.algorithm), e.reason);
+        if (std::find(excluded.begin(), excluded.end(), line) == excluded.end()) excluded.push_back(line);
+      }
       for (std::size_t a = 0; a < algorithms.size(); ++a) {
         const auto& stats = inboxes[a].stats();
         unsigned long long counts[4] = {stats.messages_sent, stats.messages_received, stats.bytes_sent,
@@ -344,6 +349,7 @@ void run_sparse(const SparseOptions& options) {
       std::printf("\nautomatic (learning from its own calls; cost model: %s): what it chose, how, and its first N calls "
                   "(learning included) against N calls of the row's best fixed algorithm\n%s",
                   model.source().c_str(), learning_table(rows).c_str());
+    for (const auto& line : excluded) std::printf("automatic: %s\n", line.c_str());
     if (!options.json.empty())
       write_results(options.json, "sparse", where, json_of(rows, comm.size()), "domex-bench sparse");
   }

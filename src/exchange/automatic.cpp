@@ -10,6 +10,11 @@
 // Between boundaries a call costs a counter decrement: epochs that measure
 // are 16 calls long, steady epochs double up to 256 calls, so the allreduce
 // costs a few nanoseconds per call in a steady run.
+//
+// The one-sided algorithms are never run where RMA is not offered on the
+// Comm (rma_refusal: an MPI defect, or a window that could not be created,
+// see docs/mpi_defects.md); the report lists them with the reason, and a
+// class that chose one falls back to its best two-sided algorithm.
 
 #include "detail.hpp"
 
@@ -98,7 +103,44 @@ struct AutomaticState {
   std::string model_source;
   std::vector<ClassState> classes;
   std::array<bool, concrete_algorithms.size()> set_up{};  // ran here before: no setup left
+  std::array<bool, concrete_algorithms.size()> excluded{};  // never run on this Comm (see `why`)
+  std::vector<ExcludedAlgorithm> why;
 };
+
+/// The algorithm a class runs when its choice is excluded: the fastest
+/// measured one allowed, else the model's first allowed.
+Algorithm best_allowed(const AutomaticState& state, const ClassState& cls) {
+  Algorithm best = Algorithm::automatic;
+  double best_time = std::numeric_limits<double>::infinity();
+  for (Algorithm a : cls.ranked) {
+    const std::size_t at = index_of(a);
+    if (state.excluded[at]) continue;
+    if (cls.report.seconds[at] >= 0 && cls.report.seconds[at] < best_time) {
+      best_time = cls.report.seconds[at];
+      best = a;
+    }
+  }
+  if (best != Algorithm::automatic) return best;
+  for (Algorithm a : cls.ranked)
+    if (!state.excluded[index_of(a)]) return a;
+  return Algorithm::nbx;
+}
+
+/// Stops running the one-sided algorithms on this Comm, for `reason`; every
+/// class that chose one falls back to its best two-sided algorithm.
+void exclude_rma(AutomaticState& state, const std::string& reason) {
+  for (Algorithm a : {Algorithm::rma_fence, Algorithm::rma_passive}) {
+    if (state.excluded[index_of(a)]) continue;
+    state.excluded[index_of(a)] = true;
+    state.why.push_back({a, reason});
+  }
+  for (auto& cls : state.classes) {
+    if (!state.excluded[index_of(cls.report.chosen)]) continue;
+    cls.report.chosen = best_allowed(state, cls);
+    cls.report.how = cls.report.seconds[index_of(cls.report.chosen)] >= 0 ? "learned" : "model";
+    cls.recheck_stage = 0;
+  }
+}
 
 /// Whether this call of the epoch is timed (every call of a measuring epoch;
 /// the first is the warm-up, see record_automatic_time()).
@@ -159,7 +201,7 @@ Algorithm pick_challenger(const AutomaticState& state, const ClassState& cls) {
   bool pick_unmeasured = false;
   for (Algorithm a : cls.ranked) {
     const std::size_t at = index_of(a);
-    if (a == r.chosen || r.calls < cls.retry_at[at] || !affordable(state, cls, a)) continue;
+    if (a == r.chosen || state.excluded[at] || r.calls < cls.retry_at[at] || !affordable(state, cls, a)) continue;
     const bool unmeasured = r.seconds[at] < 0;
     if (pick_unmeasured && !unmeasured) continue;
     if (pick == r.chosen || (unmeasured && !pick_unmeasured) || (!unmeasured && r.seconds[at] < pick_seconds)) {
@@ -189,6 +231,7 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
     // Exploration: the model's leading candidates (those without a setup to pay) once each.
     std::size_t tried = 0;
     for (Algorithm candidate : cls.ranked) {
+      if (state.excluded[index_of(candidate)]) continue;
       if (has_setup(candidate) && !state.set_up[index_of(candidate)]) continue;
       if (!known(cls, candidate)) return start_measuring(candidate);
       if (++tried == explored_first) break;
@@ -225,14 +268,14 @@ void plan_epoch(AutomaticState& state, ClassState& cls, bool learning) {
 /// After a measuring epoch of `cls` (the slowest rank's median call and
 /// warm-up call): record it, charge what it cost beyond the best known time
 /// to the learning budget, and choose.
-void record(ClassState& cls, double seconds_per_call, double warm_up) {
+void record(const AutomaticState& state, ClassState& cls, double seconds_per_call, double warm_up) {
   auto& r = cls.report;
   const std::size_t timed = index_of(cls.timing);
   r.seconds[timed] = seconds_per_call;
   Algorithm best = r.chosen;
   double best_time = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < r.seconds.size(); ++i)
-    if (r.seconds[i] >= 0 && r.seconds[i] < best_time) {
+    if (!state.excluded[i] && r.seconds[i] >= 0 && r.seconds[i] < best_time) {
       best_time = r.seconds[i];
       best = concrete_algorithms[i];
     }
@@ -252,8 +295,9 @@ void record(ClassState& cls, double seconds_per_call, double warm_up) {
     // Back off while the incumbent holds and every algorithm has been
     // measured (until then the budget alone sets the pace); recheck soon
     // after a change.
-    const bool all_measured =
-        std::all_of(r.seconds.begin(), r.seconds.end(), [](double seconds) { return seconds >= 0; });
+    bool all_measured = true;
+    for (std::size_t i = 0; i < r.seconds.size(); ++i)
+      all_measured = all_measured && (state.excluded[i] || r.seconds[i] >= 0);
     cls.recheck_stage = 0;
     cls.recheck_after = !all_measured       ? 2
                         : best == r.chosen  ? std::min(2 * cls.recheck_after, last_recheck)
@@ -298,6 +342,9 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
     fail("exchange(automatic)",
          "ExchangeOptions::cost_model or ::learning differs between ranks; every rank must pass the same");
   state.model_source = model.source();
+  // RMA where windows cannot collide and none failed (collective on the
+  // first decision: every rank is at it).
+  if (const auto& refused = rma_refusal(comm)) exclude_rma(state, *refused);
 
   const int message_class = size_class(values[0]);
   const int byte_class = size_class(values[0] > 0 ? values[1] / values[0] : 0);
@@ -317,8 +364,9 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
     cls.ranked = order;
     for (Algorithm a : concrete_algorithms) cls.predicted[index_of(a)] = model.predict(a, pattern);
     cls.max_bytes = values[1];
-    cls.report.chosen = order[0];
-    if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class); loaded && learning) {
+    cls.report.chosen = best_allowed(state, cls);
+    if (const LearnedChoice* loaded = model.find(comm.size(), message_class, byte_class);
+        loaded && learning && !state.excluded[index_of(loaded->algorithm)]) {
       // Measured by an earlier run: start from it, and recheck with back-off.
       cls.report.chosen = loaded->algorithm;
       cls.report.how = "loaded";
@@ -329,7 +377,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   }
   // The epoch that ended belongs to its class only if the pattern stayed in it.
   if (state.measuring && now == state.current && state.timed_calls > 0)
-    record(state.classes[now], values[4], values[5]);
+    record(state, state.classes[now], values[4], values[5]);
   else if (state.measuring && state.current < state.classes.size())
     state.classes[state.current].recheck_stage = 0;  // interrupted: start the recheck again later
   if (now != state.current) state.steady_length = measuring_epoch;
@@ -337,6 +385,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   ClassState& cls = state.classes[now];
   if (!learning) {
     cls.report.chosen = model.choose({.ranks = comm.size(), .max_messages = values[0], .max_bytes = values[1]});
+    if (state.excluded[index_of(cls.report.chosen)]) cls.report.chosen = best_allowed(state, cls);
     cls.report.how = "model";
   }
   plan_epoch(state, cls, learning);
@@ -356,11 +405,20 @@ void record_automatic_time(Comm& comm, double seconds) {
   }
 }
 
+void automatic_fell_back(Comm& comm) {
+  auto& state = comm.cached<AutomaticState>();
+  state.calls_left = 0;  // the next call decides (and excludes what failed)
+  state.measuring = false;
+  state.warming = false;
+  state.timed_calls = 0;
+  if (state.current < state.classes.size()) state.classes[state.current].recheck_stage = 0;
+}
+
 }  // namespace detail
 
 AutomaticReport automatic_report(const Comm& comm) {
   const auto& state = comm.cached<AutomaticState>();
-  AutomaticReport report{state.model_source, {}};
+  AutomaticReport report{state.model_source, {}, state.why};
   for (const auto& cls : state.classes) report.classes.push_back(cls.report);
   return report;
 }

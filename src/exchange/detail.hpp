@@ -122,12 +122,30 @@ void receive_envelopes(Call& call, std::vector<Envelope>& envelopes);
 /// and the message to self, laid out in source order.
 void receive_any(Call& call, std::size_t count);
 
-/// A window of `bytes` bytes on every rank of comm, errors returned, and its
-/// base address. Open MPI: MPI_Win_allocate (its MPI_Win_create needs an RMA
-/// transport that a single process lacks). Others: MPI_Win_create over
-/// `storage`, because MPICH 4.0.2's MPI_Win_allocate misplaces Puts between
-/// ranks of one node (a Put to rank 1 landed in rank 0's window).
-std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
+/// Whether the one-sided algorithms may create windows on `comm`: not where
+/// windows can collide with another group's (window_collision_risk, Open MPI
+/// < 5.0) and not after a window creation failed on it. Collective on the
+/// first call per Comm (see window_collision_risk), then local. Identical on
+/// every rank: the reason, or nothing where RMA is offered.
+const std::optional<std::string>& rma_refusal(Comm& comm);
+
+/// The two-sided algorithm a one-sided one runs where RMA is not offered:
+/// rma_fence -> alltoall (both exchange P counts densely), rma_passive -> nbx
+/// (both sparse, completed by a tree-shaped consensus).
+[[nodiscard]] constexpr Algorithm two_sided_fallback(Algorithm algorithm) noexcept {
+  return algorithm == Algorithm::rma_fence ? Algorithm::alltoall : Algorithm::nbx;
+}
+
+/// A window of `bytes` (> 0) bytes on every rank of comm, errors returned,
+/// and its base address; nullptr on every rank where RMA is not offered
+/// (rma_refusal) or the creation failed on some rank: the outcome is agreed
+/// in one MPI_Allreduce, a failure withdraws RMA from the Comm (rma_refusal
+/// says which call failed on which rank) and never throws. Open MPI:
+/// MPI_Win_allocate (its MPI_Win_create needs an RMA transport that a single
+/// process lacks). Others: MPI_Win_create over `storage`, because MPICH
+/// 4.0.2's MPI_Win_allocate misplaces Puts between ranks of one node (a Put
+/// to rank 1 landed in rank 0's window). See comm/mpi_defects.hpp.
+std::byte* create_window(Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
                          MPI_Win& window);
 
 /// MPI_Waitall over requests, then clears them.
@@ -164,5 +182,9 @@ struct AutomaticDecision {
 AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const ExchangeOptions& options);
 /// This rank's duration of a call choose_automatic() said to time.
 void record_automatic_time(Comm& comm, double seconds);
+/// The call automatic chose ran another algorithm (an RMA window could not
+/// be created: the failure is agreed on every rank): ends the epoch, so the
+/// next call decides again without the one-sided algorithms.
+void automatic_fell_back(Comm& comm);
 
 }  // namespace domex::detail

@@ -5,6 +5,7 @@
 #include "detail.hpp"
 
 #include <domex/comm/collective.hpp>
+#include <domex/comm/mpi_defects.hpp>
 #include <domex/exchange/exchange.hpp>
 
 #include <fmt/format.h>
@@ -244,23 +245,74 @@ void receive_any(Call& call, std::size_t count) {
   envelopes.clear();
 }
 
-std::byte* create_window(const Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
+namespace {
+
+/// Whether RMA is offered on one Comm, and why not.
+struct RmaOffer {
+  explicit RmaOffer(Comm& comm) {
+#ifndef DOMEX_SMPI  // SimGrid's simulated ranks share no node segments
+    refused = window_collision_risk(comm);
+#else
+    (void)comm;
+#endif
+  }
+  std::optional<std::string> refused;
+};
+
+/// Armed on this rank by fail_next_window_for_testing().
+bool fail_next_window = false;
+
+/// Windows that could not be freed: created here while the creation failed
+/// on another rank (MPI_Win_free is collective over ranks it never reached).
+std::vector<MPI_Win>& abandoned_windows() {
+  static std::vector<MPI_Win> windows;
+  return windows;
+}
+
+}  // namespace
+
+void fail_next_window_for_testing() noexcept { fail_next_window = true; }
+
+const std::optional<std::string>& rma_refusal(Comm& comm) { return comm.cached<RmaOffer>().refused; }
+
+std::byte* create_window(Comm& comm, std::size_t bytes, int displacement_unit, std::vector<std::byte>& storage,
                          MPI_Win& window) {
+  window = MPI_WIN_NULL;
+  auto& offer = comm.cached<RmaOffer>();
+  if (offer.refused) return nullptr;
   std::byte* base = nullptr;
 // SimGrid SMPI (sim/): MPI_Win_create over zero-filled memory is resident in
 // every simulated rank; MPI_Win_allocate is not.
 #if defined(OPEN_MPI) || defined(DOMEX_SMPI)
   (void)storage;
-  check_mpi(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &base, &window),
-            "MPI_Win_allocate");
+  const char* call = "MPI_Win_allocate";
+  int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &base, &window);
 #else
   storage.resize(bytes);
   base = storage.data();
-  check_mpi(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &window),
-            "MPI_Win_create");
+  const char* call = "MPI_Win_create";
+  int rc = MPI_Win_create(base, static_cast<MPI_Aint>(bytes), displacement_unit, MPI_INFO_NULL, comm.get(), &window);
 #endif
-  check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler");
-  return base;
+  if (rc != MPI_SUCCESS) window = MPI_WIN_NULL;  // undefined after a failure
+  else rc = MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN);
+  if (rc == MPI_SUCCESS && std::exchange(fail_next_window, false)) rc = MPI_ERR_WIN;
+  // One allreduce agrees on the outcome: the lowest failing rank with its
+  // error class, and whether every rank holds a window (then it can be freed).
+  int error_class = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+  long long agreed[2] = {rc != MPI_SUCCESS ? (static_cast<long long>(comm.rank()) << 24) + error_class : LLONG_MAX,
+                         window != MPI_WIN_NULL ? 1 : 0};
+  comm.allreduce_in_place(std::span<long long>(agreed), MPI_MIN);
+  if (agreed[0] == LLONG_MAX) return base;
+  if (window != MPI_WIN_NULL && (!agreed[1] || MPI_Win_free(&window) != MPI_SUCCESS))
+    abandoned_windows().push_back(window);
+  window = MPI_WIN_NULL;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(static_cast<int>(agreed[0] & 0xffffff), text, &length);
+  offer.refused = fmt::format("{} failed on rank {} of the communicator ({}): RMA withdrawn from it", call,
+                              agreed[0] >> 24, std::string_view(text, static_cast<std::size_t>(length)));
+  return nullptr;
 }
 
 void wait_all(std::vector<MPI_Request>& requests, const char* call) {
@@ -325,12 +377,16 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
       case Algorithm::grid: run_grid(call); break;
       case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
     }
+    // automatic's choice ran another algorithm (an RMA window could not be
+    // created, agreed on every rank): the epoch ends, untimed.
+    const bool fell_back = options.algorithm == Algorithm::automatic && stats.algorithm != automatic.algorithm;
+    if (fell_back) automatic_fell_back(comm);
     if (call.failed_somewhere) {
       into.clear();
       fail_together(comm, "exchange", problem.value_or(""));
     }
     finish_store(into, send.element_size, comm.rank());
-    if (automatic.timed) record_automatic_time(comm, MPI_Wtime() - start);
+    if (automatic.timed && !fell_back) record_automatic_time(comm, MPI_Wtime() - start);
     return stats;
   } catch (...) {
     into.clear();

@@ -5,6 +5,8 @@
 // every receiver scans its P slots, then the data moves point-to-point with
 // receives posted at their final place (sizes are known: no probing, no
 // reordering). Cost: two fences (O(P) synchronisation) plus an O(P) scan.
+// Where RMA is not offered (rma_refusal: a window could collide with another
+// group's, or could not be created) it runs alltoall, and says so in the stats.
 
 #include "detail.hpp"
 
@@ -19,6 +21,7 @@ struct FenceWindow {
   explicit FenceWindow(Comm& comm) {
     const std::size_t bytes = sizeof(std::uint64_t) * static_cast<std::size_t>(comm.size());
     slots = reinterpret_cast<std::uint64_t*>(create_window(comm, bytes, sizeof(std::uint64_t), storage, window));
+    if (!slots) return;  // not offered on this Comm: every rank falls back
     std::fill_n(slots, comm.size(), 0);
     // No Put may land before every rank has its window.
     comm.barrier();
@@ -28,7 +31,7 @@ struct FenceWindow {
   ~FenceWindow() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Win_free(&window);
+    if (window != MPI_WIN_NULL && !finalized) MPI_Win_free(&window);
   }
   MPI_Win window = MPI_WIN_NULL;
   std::vector<std::byte> storage;
@@ -40,6 +43,10 @@ struct FenceWindow {
 
 void run_rma_fence(Call& call) {
   auto& state = call.comm.cached<FenceWindow>();
+  if (state.window == MPI_WIN_NULL) {
+    call.stats.algorithm = two_sided_fallback(Algorithm::rma_fence);
+    return run_alltoall(call);
+  }
   const int rank = call.comm.rank();
   state.outgoing.resize(call.send.ranks.size());
   check_mpi(MPI_Win_fence(MPI_MODE_NOPRECEDE, state.window), "MPI_Win_fence");

@@ -16,6 +16,9 @@
 // Why two mailboxes: a rank leaving the barrier of call n may start call n+1
 // while a slower rank still reads its call-n mailbox, but it cannot reach call
 // n+2 before that rank has entered barrier n+1, i.e. finished reading.
+//
+// Where RMA is not offered (rma_refusal: a window could collide with another
+// group's, or could not be created) it runs nbx, and says so in the stats.
 
 #include "detail.hpp"
 
@@ -57,7 +60,9 @@ struct PassiveWindow {
   /// 4 KiB to 4 MiB (agreed with one allreduce: senders must know the
   /// capacity), so a small pattern does not pay for a large window (creating
   /// one costs ~0.1 ms at 64 KiB and ~1 ms at 1 MiB here).
-  void create(const Comm& comm, std::size_t data_bytes, std::size_t sending) {
+  void create(Comm& comm, std::size_t data_bytes, std::size_t sending) {
+    tried = true;
+    if (rma_refusal(comm)) return;
     if (data_bytes == 0) {
       const auto most = comm.allreduce(static_cast<unsigned long long>(sending), MPI_MAX);
       data_bytes = std::clamp<std::size_t>(std::bit_ceil(2 * static_cast<std::size_t>(most)), std::size_t{4} << 10,
@@ -69,6 +74,7 @@ struct PassiveWindow {
     ranks = static_cast<std::size_t>(comm.size());
     mailbox_bytes = sizeof(std::uint64_t) + ranks * sizeof(Descriptor) + capacity;
     std::byte* base = create_window(comm, 2 * mailbox_bytes, 1, memory, window);
+    if (!base) return;  // the creation failed on some rank: every rank falls back
     for (int parity = 0; parity < 2; ++parity) std::memset(base + parity * mailbox_bytes, 0, sizeof(std::uint64_t));
     check_mpi(MPI_Win_lock_all(MPI_MODE_NOCHECK, window), "MPI_Win_lock_all");
     // Every counter is zero before anyone reserves.
@@ -85,6 +91,7 @@ struct PassiveWindow {
   }
 
   MPI_Win window = MPI_WIN_NULL;
+  bool tried = false;  ///< create() ran: a null window now means "not offered"
   std::vector<std::byte> memory;
   std::size_t capacity = 0;
   std::size_t ranks = 0;
@@ -99,10 +106,14 @@ struct PassiveWindow {
 
 void run_rma_passive(Call& call) {
   auto& state = call.comm.cached<PassiveWindow>();
-  if (state.window == MPI_WIN_NULL) {
+  if (!state.tried) {
     std::size_t sending = 0;
     for (std::size_t i = 0; i < call.send.ranks.size(); ++i) sending += call.to_self(i) ? 0 : call.bytes(i);
     state.create(call.comm, call.rma_window_bytes, sending);
+  }
+  if (state.window == MPI_WIN_NULL) {
+    call.stats.algorithm = two_sided_fallback(Algorithm::rma_passive);
+    return run_nbx(call);
   }
   const int parity = static_cast<int>(state.calls++ % 2);
   const int rank = call.comm.rank();

@@ -36,11 +36,21 @@ struct AutomaticClass {
   std::uint64_t calls = 0;  ///< calls of this class so far
 };
 
-/// automatic's state on `comm`: the model it started from and every class.
-/// Local, no communication; identical on every rank.
+/// An algorithm automatic does not run on a Comm, and why: the one-sided
+/// algorithms where windows could collide with another group's (an MPI
+/// defect, see comm/mpi_defects.hpp) or where a window could not be created.
+struct ExcludedAlgorithm {
+  Algorithm algorithm = Algorithm::rma_fence;
+  std::string reason;
+};
+
+/// automatic's state on `comm`: the model it started from, every class, and
+/// the algorithms it does not run there. Local, no communication; identical
+/// on every rank.
 struct AutomaticReport {
   std::string model_source;  ///< "built-in" or the cost-model file
   std::vector<AutomaticClass> classes;
+  std::vector<ExcludedAlgorithm> excluded;
 };
 [[nodiscard]] AutomaticReport automatic_report(const Comm& comm);
 

@@ -32,6 +32,11 @@ namespace detail {
 /// runs the algorithm, leaves `into` sorted by source. Collective.
 ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, const ExchangeOptions& options);
 
+/// For tests: the next RMA window creation on this rank reports a failure
+/// (after the collective creation itself succeeded), as an MPI defect would.
+/// Call it on one rank: every rank then falls back together.
+void fail_next_window_for_testing() noexcept;
+
 /// A received message handed to the caller: its source and its bytes.
 using MessageHandler = std::function<void(int source, std::span<const std::byte> bytes)>;
 /// exchange_each() at the byte level (NBX).
