@@ -72,7 +72,7 @@ std::array<double, 16> parameters_of(const Config& c) {
 
 struct Solver::Window {
   MPI_Win win = MPI_WIN_NULL;
-  std::vector<std::uint64_t> slots;  ///< exposed by MPI_Win_create (see the constructor)
+  std::vector<std::uint64_t> slots;  ///< exposed by MPI_Win_create where it is used (see the constructor)
   std::uint64_t* base = nullptr;
   ~Window() {
     if (win != MPI_WIN_NULL) MPI_Win_free(&win);
@@ -153,15 +153,22 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
                                                            .periodic = {false, false, periodic_z}});
   }
   if (config.count_exchange == "put") {
-    // MPI_Win_create over our own memory, not MPI_Win_allocate: MPICH 4.0.x
-    // misplaces Puts into allocated windows (docs/mpi_defects.md), which made
-    // the counts differ from the ghost plan's at np 3.
+    // As domex's own windows (src/exchange/exchange.cpp): MPI_Win_allocate
+    // under Open MPI, MPI_Win_create over our own memory elsewhere, because
+    // MPICH 4.0.x misplaces Puts into allocated windows (docs/mpi_defects.md:
+    // the counts differed from the ghost plan's at np 3), while Open MPI
+    // 4.1's osc/rdma refused MPI_Win_create here (MPI_ERR_WIN at np 2).
     window_ = std::make_unique<Window>();
+    const auto bytes = static_cast<MPI_Aint>(sizeof(std::uint64_t)) * ranks;
+#if defined(OPEN_MPI)
+    check_mpi(MPI_Win_allocate(bytes, sizeof(std::uint64_t), MPI_INFO_NULL, comm_.get(), &window_->base, &window_->win),
+              "MPI_Win_allocate");
+#else
     window_->slots.assign(static_cast<std::size_t>(ranks), 0);
     window_->base = window_->slots.data();
-    check_mpi(MPI_Win_create(window_->base, static_cast<MPI_Aint>(sizeof(std::uint64_t)) * ranks,
-                             sizeof(std::uint64_t), MPI_INFO_NULL, comm_.get(), &window_->win),
+    check_mpi(MPI_Win_create(window_->base, bytes, sizeof(std::uint64_t), MPI_INFO_NULL, comm_.get(), &window_->win),
               "MPI_Win_create");
+#endif
   }
 }
 
