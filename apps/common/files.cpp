@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "files.hpp"
 
+#include <domex/comm/collective.hpp>
 #include <domex/comm/error.hpp>
 
 #include <fmt/format.h>
@@ -73,6 +74,12 @@ int main_of(const char* name, int argc, char** argv, int (*run)(int, char**)) {
   }
   MPI_Finalize();
   return status;
+}
+
+void create_output_folder(const Comm& comm, const std::filesystem::path& folder) {
+  collectively(comm, [&] {
+    if (comm.rank() == 0) std::filesystem::create_directories(folder);
+  });
 }
 
 }  // namespace domex::apps

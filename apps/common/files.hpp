@@ -7,7 +7,15 @@
 #include <string>
 #include <string_view>
 
+namespace domex {
+class Comm;
+}
+
 namespace domex::apps {
+
+/// Collective: rank 0 creates `folder` (and its parents); a failure there is
+/// a domex::Error on every rank.
+void create_output_folder(const Comm& comm, const std::filesystem::path& folder);
 
 /// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
 /// sees a half-written file. Throws domex::Error naming the path.

@@ -149,9 +149,7 @@ void simulate(const Comm& comm, const Config& config) {
   if (config.output.empty()) return;
   const fs::path folder = config.output;
   if (config.snapshot_format == "hdf5") {
-    collectively(comm, [&] {
-      if (root) fs::create_directories(folder);
-    });
+    domex::apps::create_output_folder(comm, folder);
     write_solution_hdf5(comm, grid, x, folder / "solution.h5");
     if (root) fmt::print("  solution         {} (+ .xmf)\n", (folder / "solution.h5").string());
   }

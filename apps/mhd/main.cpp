@@ -48,9 +48,7 @@ void simulate(const domex::Comm& comm, const Config& config, bool verify) {
           config.restart, solver.steps(), config.steps));
   }
   if (writing)  // after the checkpoint is read: bad input writes nothing
-    collectively(comm, [&] {
-      if (root) fs::create_directories(folder);
-    });
+    domex::apps::create_output_folder(comm, folder);
   const long first_step = solver.steps();
   domex::Profile& profile = solver.profile();
   const auto output = [&] {

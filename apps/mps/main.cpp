@@ -37,9 +37,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const fs::path folder = config.output;
   const bool writing = !config.output.empty();
   if (writing)
-    domex::collectively(comm, [&] {
-      if (root) fs::create_directories(folder);
-    });
+    domex::apps::create_output_folder(comm, folder);
 
   Solver solver(comm, config);
   if (!config.restart.empty()) {

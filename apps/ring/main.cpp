@@ -102,9 +102,7 @@ void compare_legacy(domex::Comm& comm, Config config) {
                                 {"all fixes", "none"}};
   const fs::path folder = config.output;
   if (!folder.empty())
-    domex::collectively(comm, [&] {
-      if (root) fs::create_directories(folder);
-    });
+    domex::apps::create_output_folder(comm, folder);
   config.compare_legacy = false;
   config.output.clear();
   Json runs = Json::array();
@@ -169,9 +167,7 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, s
   const fs::path folder = config.output;
   const bool writing = !config.output.empty();
   if (writing)
-    domex::collectively(comm, [&] {
-      if (root) fs::create_directories(folder);
-    });
+    domex::apps::create_output_folder(comm, folder);
   Ring ring = [&] {
     if (checkpoint) return Ring(comm, config, derived, std::move(*checkpoint));
     return Ring(comm, config, derived);
