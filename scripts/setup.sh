@@ -15,6 +15,8 @@ if [[ "${DOMEX_WITH_HDF5:-0}" == 1 ]]; then domex_packages+=(libhdf5-openmpi-dev
 if [[ "${DOMEX_WITH_DOCS:-0}" == 1 ]]; then domex_packages+=(doxygen); fi
 # SimGrid SMPI (smpicxx, smpirun) for the simulations in sim/.
 if [[ "${DOMEX_WITH_SIMGRID:-0}" == 1 ]]; then domex_packages+=(libsimgrid-dev); fi
+# ccache: .ci/run compiles the same Release sources twice (its first stage, and the README on a fresh clone).
+if [[ "${DOMEX_WITH_CCACHE:-0}" == 1 ]]; then domex_packages+=(ccache); fi
 
 domex_missing=()
 for package in "${domex_packages[@]}"; do
