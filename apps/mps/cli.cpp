@@ -31,6 +31,12 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
   app->add_option("--output", config.output, "output folder (empty: write nothing)")->capture_default_str();
   app->add_option("--image-every", config.image_every, "PNG of the particles every N steps (0: at the end only)")
       ->capture_default_str();
+  app->add_option("--snapshot-every", config.snapshot_every,
+                  "particle snapshot (positions, velocity, pressure, kind, id) every N steps and at the end (0: none)")
+      ->capture_default_str();
+  app->add_option("--snapshot-format", config.snapshot_format,
+                  "vtk (legacy VTK) | hdf5 (parallel HDF5 + XDMF sidecar for ParaView)")
+      ->capture_default_str();
   app->add_option("--checkpoint-every", config.checkpoint_every, "checkpoint every N steps and at the end (0: none)")
       ->capture_default_str();
   app->add_option("--restart", config.restart, "checkpoint to go on from (any np)");
@@ -55,7 +61,7 @@ std::unique_ptr<CLI::App> make_app(CommandLine& line) {
       ->group("Physics and numerics");
   // Every integer option is checked as typed (apps::whole_number), as in the other apps.
   for (CLI::Option* option : app->get_options())
-    for (const char* name : {"--resolution", "--steps", "--layers", "--image-every", "--checkpoint-every",
+    for (const char* name : {"--resolution", "--steps", "--layers", "--image-every", "--snapshot-every", "--checkpoint-every",
                              "--cg-max-iterations"})
       if (option->check_name(name)) option->check(apps::whole_number<long>("domex-mps", name, 0, long{1} << 40));
   for (CLI::Option* option : app->get_options())

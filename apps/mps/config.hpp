@@ -23,6 +23,8 @@ struct Config {
   std::string count_exchange = "alltoall";  ///< "alltoall" | "put" | "automatic"
   std::string output = "results/mps";       ///< output folder; empty: write nothing
   long image_every = 0;                     ///< PNG of the particles every N steps (0: only at the end)
+  long snapshot_every = 0;                  ///< particle snapshot every N steps and at the end; 0: none
+  std::string snapshot_format = "vtk";      ///< "vtk" (legacy VTK) | "hdf5" (parallel HDF5 + XDMF)
   long checkpoint_every = 0;                ///< checkpoint every N steps and at the end; 0: none
   std::string restart;                      ///< checkpoint to restart from ("": start at step 0)
   // -- physics ---------------------------------------------------------------

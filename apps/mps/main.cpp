@@ -78,6 +78,11 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       auto timer = profile.phase("output");
       solver.write_checkpoint(folder / fmt::format("checkpoint_{:06}.dmx", step));
     }
+    if (writing && config.snapshot_every > 0 && (step % config.snapshot_every == 0 || last)) {
+      auto timer = profile.phase("output");
+      const char* extension = config.snapshot_format == "hdf5" ? "h5" : "vtk";
+      write_snapshot(solver, folder / fmt::format("particles_{:06}.{}", step, extension));  // .h5 with its .xmf
+    }
     if (writing && config.image_every > 0 && step % config.image_every == 0 && !last) image();  // the last: below
     if (step % every == 0 || last) {
       const double wall = MPI_Wtime() - start;

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+
+#include "particles.hpp"
 
 namespace domex::mps {
 
@@ -94,6 +97,27 @@ apps::Picture flow_picture(const Solver& solver) {
                              .x_range = {x_lo, x_hi},
                              .y_range = {y_lo, y_hi},
                              .pixels_per_cell = nx < 200 ? 4u : 2u});
+}
+
+void write_snapshot(const Solver& solver, const std::filesystem::path& path) {
+  const std::size_t n = solver.ids().size();
+  std::vector<double> pressure(n), kind(n);
+  std::vector<std::uint64_t> id(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    pressure[i] = solver.pressure(i);
+    kind[i] = solver.kinds()[i];
+    id[i] = static_cast<std::uint64_t>(solver.ids()[i]);
+  }
+  const std::vector<double> velocity = apps::components(solver.velocities());
+  const std::array<apps::ParticleField, 3> fields{
+      apps::ParticleField{.name = "velocity", .components = 3, .values = velocity},
+      apps::ParticleField{.name = "pressure", .components = 1, .values = pressure},
+      apps::ParticleField{.name = "kind", .components = 1, .values = kind}};
+  const apps::ParticleSnapshot snapshot{
+      .title = fmt::format("domex-mps step {} T {:.6g}", solver.steps(), solver.dimensionless_time()),
+      .time = solver.time(), .position = solver.positions(), .id = id, .fields = fields};
+  if (solver.config().snapshot_format == "hdf5") apps::write_particles_hdf5(solver.comm(), "domex-mps", path, snapshot);
+  else apps::write_particles_vtk(solver.comm(), "domex-mps", path, snapshot);
 }
 
 std::array<double, 5> quartiles(std::vector<double> values) {

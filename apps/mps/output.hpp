@@ -41,6 +41,11 @@ struct FrontRow {
 /// p / (rho g 2a), walls grey, air dark); only rank 0's picture is drawn.
 [[nodiscard]] apps::Picture flow_picture(const Solver& solver);
 
+/// Collective: the owned particles of every rank (position, velocity,
+/// pressure, kind, id) as config().snapshot_format says: legacy VTK or
+/// parallel HDF5 + XDMF (apps/common/particles.hpp).
+void write_snapshot(const Solver& solver, const std::filesystem::path& path);
+
 /// min, lower quartile, median, upper quartile, max (nearest rank) of `values`.
 [[nodiscard]] std::array<double, 5> quartiles(std::vector<double> values);
 

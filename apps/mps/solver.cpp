@@ -606,7 +606,7 @@ std::array<long, 3> Solver::counts() const {
 
 State Solver::gather() const {
   std::vector<Record> mine(owned_);
-  for (std::size_t i = 0; i < owned_; ++i) mine[i] = {id_[i], kind_[i], 0, x_[i], v_[i], i < p_.size() ? p_[i] : 0.0};
+  for (std::size_t i = 0; i < owned_; ++i) mine[i] = {id_[i], kind_[i], 0, x_[i], v_[i], pressure(i)};
   auto all = comm_.allgatherv(std::span<const Record>(mine));
   std::sort(all.begin(), all.end(), [](const Record& a, const Record& b) { return a.id < b.id; });
   State state;

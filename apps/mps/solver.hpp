@@ -93,6 +93,12 @@ class Solver {
 
   /// Owned particles (for tests): ids, in id order after a step.
   [[nodiscard]] std::span<const std::int64_t> ids() const noexcept { return {id_.data(), owned_}; }
+  /// Owned particles (for output), in the order of ids().
+  [[nodiscard]] std::span<const Point> positions() const noexcept { return {x_.data(), owned_}; }
+  [[nodiscard]] std::span<const Point> velocities() const noexcept { return {v_.data(), owned_}; }
+  [[nodiscard]] std::span<const std::int32_t> kinds() const noexcept { return {kind_.data(), owned_}; }
+  /// The pressure of owned particle i at the last step (0 before the first).
+  [[nodiscard]] double pressure(std::size_t i) const noexcept { return i < p_.size() ? p_[i] : 0.0; }
 
   /// Collective: writes every particle (sorted by id) and the step to `path`
   /// (all or nothing); readable at any np.

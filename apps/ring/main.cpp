@@ -204,7 +204,7 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, s
     if (writing && due(config.snapshot_every) && config.snapshot_format == "hdf5")
       write_hdf5(comm, ring, folder / fmt::format("ring_{:06}.h5", ring.steps()));  // with its .xmf
     else if (writing && due(config.snapshot_every))
-      ring.write_snapshot(folder / fmt::format("ring_{:06}.vtk", ring.steps()));
+      write_vtk(comm, ring, folder / fmt::format("ring_{:06}.vtk", ring.steps()));
     if (writing && due(config.image_every)) {
       // Surface density over its mean in the ring, on a fixed scale 0..3.
       constexpr int cells = 256;

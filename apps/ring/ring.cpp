@@ -47,10 +47,6 @@ struct alignas(64) ThreadSums {
   std::uint64_t contacts = 0;
 };
 
-void put_be(std::vector<char>& out, const void* value, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(value);
-  for (std::size_t b = bytes; b-- > 0;) out.push_back(p[b]);
-}
 
 }  // namespace
 
@@ -442,73 +438,6 @@ void Ring::write_checkpoint(const std::filesystem::path& folder) const {
     }
     fs::remove_all(folder);
     fs::rename(part, folder);
-  });
-}
-
-void Ring::write_snapshot(const std::filesystem::path& path) const {
-  namespace fs = std::filesystem;
-  const Particles& p = particles_;
-  const auto n = static_cast<std::uint64_t>(p.size());
-  std::uint64_t before = 0;
-  check_mpi(MPI_Exscan(&n, &before, 1, MPI_UINT64_T, MPI_SUM, comm_.get()), "MPI_Exscan");
-  if (comm_.rank() == 0) before = 0;
-  const std::uint64_t total = global_count();
-  // Legacy VTK, binary (big-endian): header, points, vertex cells, their
-  // types, velocities, ids; each section's data is the ranks' slices in rank order.
-  const std::string header = fmt::format(
-      "# vtk DataFile Version 3.0\ndomex-ring step {} t {}\nBINARY\nDATASET UNSTRUCTURED_GRID\nPOINTS {} double\n",
-      steps_, time(), total);
-  const std::string cells_header = fmt::format("\nCELLS {} {}\n", total, 2 * total);
-  const std::string types_header = fmt::format("\nCELL_TYPES {}\n", total);
-  const std::string velocity_header = fmt::format("\nPOINT_DATA {}\nVECTORS velocity double\n", total);
-  const std::string id_header = "\nSCALARS id double 1\nLOOKUP_TABLE default\n";
-  struct Section {
-    const std::string* header;
-    std::size_t record;
-    std::vector<char> data;
-  };
-  std::vector<Section> sections{{&header, 24, {}}, {&cells_header, 8, {}}, {&types_header, 4, {}},
-                                {&velocity_header, 24, {}}, {&id_header, 8, {}}};
-  for (std::uint64_t i = 0; i < n; ++i) {
-    for (int a = 0; a < 3; ++a) put_be(sections[0].data, &p.position[i][a], 8);
-    const std::int32_t one = 1, index = static_cast<std::int32_t>(before + i);
-    put_be(sections[1].data, &one, 4);
-    put_be(sections[1].data, &index, 4);
-    put_be(sections[2].data, &one, 4);
-    for (int a = 0; a < 3; ++a) put_be(sections[3].data, &p.velocity[i][a], 8);
-    const auto id = static_cast<double>(p.id[i]);
-    put_be(sections[4].data, &id, 8);
-  }
-  const fs::path part = path.string() + ".part";
-  collectively(comm_, [&] {
-    if (total > static_cast<std::uint64_t>(INT32_MAX))
-      apps::fail_app("domex-ring", "snapshot: more than 2^31 particles do not fit legacy VTK's int32 cells");
-  });
-  MPI_File file;
-  collectively(comm_, [&] {
-    check_mpi(MPI_File_open(comm_.get(), part.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &file),
-              "MPI_File_open " + part.string());
-  });
-  collectively(comm_, [&] {
-    MPI_Offset offset = 0;
-    for (const Section& section : sections) {
-      if (comm_.rank() == 0)
-        check_mpi(MPI_File_write_at(file, offset, section.header->data(), static_cast<int>(section.header->size()),
-                                    MPI_CHAR, MPI_STATUS_IGNORE),
-                  "MPI_File_write_at");
-      offset += static_cast<MPI_Offset>(section.header->size());
-      check_mpi(MPI_File_write_at_all(file, offset + static_cast<MPI_Offset>(before * section.record),
-                                      section.data.data(), static_cast<int>(section.data.size()), MPI_CHAR,
-                                      MPI_STATUS_IGNORE),
-                "MPI_File_write_at_all");
-      offset += static_cast<MPI_Offset>(total * section.record);
-    }
-    if (comm_.rank() == 0)
-      check_mpi(MPI_File_write_at(file, offset, "\n", 1, MPI_CHAR, MPI_STATUS_IGNORE), "MPI_File_write_at");
-  });
-  check_mpi(MPI_File_close(&file), "MPI_File_close");
-  collectively(comm_, [&] {
-    if (comm_.rank() == 0) fs::rename(part, path);
   });
 }
 

@@ -92,9 +92,6 @@ class Ring {
   /// Collective: writes `folder` (meta.txt, the cuts, one file per rank),
   /// all or nothing (a temporary folder renamed at the end).
   void write_checkpoint(const std::filesystem::path& folder) const;
-  /// Collective: a legacy-VTK unstructured grid of vertices (positions,
-  /// velocities, ids) written with MPI-IO into one file (ParaView opens it).
-  void write_snapshot(const std::filesystem::path& path) const;
   /// Collective: the surface density seen from above on a width x width
   /// grid covering |x|, |y| <= extent (row 0 at -y, x fastest), summed over
   /// ranks on rank 0 (empty elsewhere): particles per cell.

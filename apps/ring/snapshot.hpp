@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
-// domex-ring's parallel HDF5 snapshot (--snapshot-format hdf5); the legacy-VTK
-// one is Ring::write_snapshot.
+// domex-ring's particle snapshots (--snapshot-format vtk | hdf5), written by
+// apps/common/particles.hpp: positions, velocities and ids.
 
 #include <domex/comm/comm.hpp>
 
@@ -10,6 +10,11 @@
 #include "ring.hpp"
 
 namespace domex::ring {
+
+/// Collective over `comm` (the ring's communicator): a legacy-VTK
+/// unstructured grid of vertices (positions, velocities, ids) written with
+/// MPI-IO into one file (ParaView opens it).
+void write_vtk(const Comm& comm, const Ring& ring, const std::filesystem::path& path);
 
 /// Collective over `comm` (the ring's communicator): float64 datasets
 /// /position and /velocity (N x 3) and uint64 /id (N), each rank's particles

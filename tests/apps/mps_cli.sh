@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The domex-mps executable as a user runs it: a short run writes the phase
-# table, the Z(T) table, mps.json and a PNG (no .part left); checkpoint/restart
+# table, the Z(T) table, mps.json, a PNG and particle snapshots (VTK, HDF5)
+# (no .part left); checkpoint/restart
 # at the same np gives the uninterrupted run's checksum, and a checkpoint is
 # read at another np; bad values exit with 2, name the value under one prefix
 # (domex-mps:) and write nothing.
@@ -13,7 +14,7 @@ cli_name=mps_cli
 source "$(dirname "${BASH_SOURCE[0]}")/cli_common.sh"
 
 common=(--resolution 8 --end-time 0.5 --verify)
-run 2 "${common[@]}" --count-exchange put --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
+run 2 "${common[@]}" --count-exchange put --snapshot-every 1000 --output "$work/two" > "$work/two.txt" 2> "$work/two.err" ||
   fail "2-rank run failed: $(cat "$work/two.err")"
 [[ -s "$work/two/mps.json" && -s "$work/two/front.png" ]] || fail "no mps.json or front.png"
 ls "$work/two"/flow_*.png > /dev/null 2>&1 || fail "no PNG"
@@ -25,6 +26,26 @@ done
 grep -q "step .*T .*Z .*CG" "$work/two.err" || fail "no progress line"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['particles']['fluid']==128 and d['front_T_Z'] and d['cg_iterations_total']>0" \
   "$work/two/mps.json" || fail "mps.json lacks the particles, the front or the CG iterations"
+# The particle snapshot at the end (--snapshot-every: every N steps and the last): every particle once.
+total=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['particles']; print(p['fluid']+p['wall']+p['dummy'])" \
+  "$work/two/mps.json")
+snapshot=$(ls "$work/two"/particles_*.vtk 2> /dev/null | tail -1)
+[[ -n "$snapshot" ]] || fail "no particles_*.vtk"
+python3 "$root/tests/apps/vtk_check.py" "$snapshot" "$total" velocity pressure kind > /dev/null ||
+  fail "the VTK snapshot is wrong"
+# HDF5 (where built in): the .h5 and its .xmf, nothing half-written; else exit 2 naming the format.
+status=0
+run 3 --resolution 8 --steps 4 --snapshot-every 2 --snapshot-format hdf5 --output "$work/h5" > /dev/null \
+  2> "$work/h5.err" || status=$?
+if [[ $status -eq 0 ]]; then
+  for f in particles_000002.h5 particles_000002.xmf particles_000004.h5 particles_000004.xmf; do
+    [[ -s "$work/h5/$f" ]] || fail "--snapshot-format hdf5: missing $f"
+  done
+  [[ -z "$(find "$work/h5" -name '*.part')" ]] || fail "--snapshot-format hdf5 left a .part behind"
+else
+  [[ $status -eq 2 ]] && grep -q -- "--snapshot-format hdf5" "$work/h5.err" ||
+    fail "--snapshot-format hdf5: exit status $status: $(cat "$work/h5.err")"
+fi
 
 # Checkpoint/restart: 12 steps == 6 steps + restart + 6 steps, bitwise at the same np.
 ck=(--resolution 8 --steps 12 --verify)
@@ -46,6 +67,8 @@ run 2 --resolution 8 --steps 12 --viscosity 2e-6 --restart "$work/ck/checkpoint_
 grep -q -- "--viscosity" "$work/bad.err" || fail "mismatched checkpoint: not named: $(cat "$work/bad.err")"
 
 expect_bad "resolution" "--resolution 2" --resolution 2 --output "$work/bad"
+expect_bad "snapshot format" "--snapshot-format csv" --snapshot-format csv --output "$work/bad"
+expect_bad "snapshot every" "--snapshot-every -3" --snapshot-every -3 --output "$work/bad"
 expect_bad "decomposition" "--decomposition octree" --decomposition octree --output "$work/bad"
 expect_bad "count exchange" "--count-exchange gather" --count-exchange gather --output "$work/bad"
 expect_bad "cfl" "--cfl 2" --cfl 2 --output "$work/bad"

@@ -31,7 +31,8 @@ for phase in decompose "exchange particles" "build tree" "build LET" "exchange L
 done
 grep -q "energy error" "$work/run.txt" || fail "no energy line"
 grep -q "step     16/16" "$work/run.err" || fail "no progress line for the last step"
-head -c 26 "$work/run/ring_000016.vtk" | grep -q "vtk DataFile" || fail "the snapshot is not legacy VTK"
+"${python:-python3}" "$root/tests/apps/vtk_check.py" "$work/run/ring_000016.vtk" 3000 velocity > /dev/null ||
+  fail "the snapshot is not legacy VTK of the 3000 particles"
 "${python:-python3}" -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['config']['particles']==3000 and len(d['phases'])==9" \
   "$work/run/ring.json" || fail "ring.json is not what was run"
 
