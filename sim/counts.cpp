@@ -13,6 +13,10 @@
 // from a barrier; prints microseconds per call and the ratio to alltoall.
 //
 //   sim/run ib:6 36 counts --calls 20
+//   sim/run ib:6 36 counts --calls 20 --partners results/mps36/count_partners.txt
+// --partners: who sends to whom from a file instead (line r: the ranks rank r
+// sends to; '#' lines are comments), e.g. the count_partners.txt domex-mps
+// writes: the app's real pattern, replayed.
 
 #include <domex/exchange/automatic.hpp>
 #include <domex/exchange/exchange.hpp>
@@ -25,8 +29,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -51,6 +57,37 @@ std::vector<int> neighbours_of(int rank, int size) {
   return {found.begin(), found.end()};
 }
 
+/// The pattern of a --partners file, one line per rank; empty and a message
+/// on stderr if the file is missing or does not fit `size` ranks.
+std::vector<std::vector<int>> partners_from(const std::string& path, int size, bool speak) {
+  std::ifstream in(path);
+  std::vector<std::vector<int>> all;
+  std::string line;
+  while (in && std::getline(in, line)) {
+    if (!line.empty() && line[0] == '#') continue;
+    std::istringstream words(line);
+    std::vector<int> mine;
+    for (int r; words >> r;) {
+      if (r < 0 || r >= size || r == static_cast<int>(all.size())) {
+        if (speak) std::fprintf(stderr, "domex-sim-counts: --partners %s: line %zu names rank %d\n", path.c_str(),
+                                all.size() + 1, r);
+        return {};
+      }
+      mine.push_back(r);
+    }
+    std::sort(mine.begin(), mine.end());
+    mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+    all.push_back(std::move(mine));
+  }
+  if (static_cast<int>(all.size()) != size) {
+    if (speak)
+      std::fprintf(stderr, "domex-sim-counts: --partners %s: %zu ranks' lines for a run of %d ranks%s\n", path.c_str(),
+                   all.size(), size, in.is_open() || !all.empty() ? "" : " (cannot read it)");
+    return {};
+  }
+  return all;
+}
+
 std::int64_t count_of(int from, int to) { return 1000 * static_cast<std::int64_t>(from) + to + 1; }
 
 }  // namespace
@@ -61,13 +98,23 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int calls = 20;
-  for (int i = 1; i + 1 < argc; ++i)
+  std::string partners_file;
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--calls") == 0) calls = std::atoi(argv[i + 1]);
-  const auto neighbours = neighbours_of(rank, size);
+    if (std::strcmp(argv[i], "--partners") == 0) partners_file = argv[i + 1];
+  }
+  std::vector<std::vector<int>> pattern;  // line r: the ranks rank r sends to
+  if (partners_file.empty()) {
+    for (int r = 0; r < size; ++r) pattern.push_back(neighbours_of(r, size));
+  } else if ((pattern = partners_from(partners_file, size, rank == 0)).empty()) {
+    MPI_Finalize();  // every rank read the same file: all stop here
+    return 2;
+  }
+  const auto& neighbours = pattern[static_cast<std::size_t>(rank)];
   // Who sends to me: the same relation seen from the other side.
   std::vector<int> senders;
   for (int r = 0; r < size; ++r) {
-    const auto theirs = neighbours_of(r, size);
+    const auto& theirs = pattern[static_cast<std::size_t>(r)];
     if (std::binary_search(theirs.begin(), theirs.end(), rank)) senders.push_back(r);
   }
   long wrong = 0;
@@ -167,6 +214,8 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("count exchange, %d ranks, %d neighbours at most, 8 B each, %d calls (time per call, slowest rank)\n",
                 size, most, calls);
+    std::printf("pattern: %s\n", partners_file.empty() ? "faces and corners of a periodic 3-D process grid"
+                                                        : partners_file.c_str());
     std::printf("%-40s %12s %14s\n", "method", "per call[us]", "alltoall / it");
     for (std::size_t m = 0; m < methods.size(); ++m)
       std::printf("%-40s %12.2f %14.2f\n", methods[m].name.c_str(), 1e6 * seconds[m], seconds[0] / seconds[m]);

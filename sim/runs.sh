@@ -3,7 +3,7 @@
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
-#               | counts | halo [P...] | let [P...] | model
+#               | counts | counts-mps | halo [P...] | let [P...] | model
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -92,6 +92,22 @@ case ${1:-} in
     run counts-tofu-36 tofu:6 36 counts --calls 20
     run counts-tofu-72 tofu:8 72 counts --calls 20
     run counts-ib-1024 ib 1024 counts --calls 2 ;;
+  counts-mps)
+    # The same exchange on domex-mps's real pattern: who sends ghost counts to
+    # whom at the last of 8 steps of the dam break (3-D slab a/10 and 2-D
+    # a/40), run for real (Open MPI, oversubscribed: build/release), then
+    # replayed under SMPI (--partners).
+    for ranks in 36 72; do
+      nodes=$((ranks == 36 ? 6 : 8))
+      for shape in "3d --dimension 3 --resolution 10 --layers 10" "2d --resolution 40"; do
+        read -r name flags <<< "$shape"
+        # shellcheck disable=SC2086
+        "$root/scripts/run" -n "$ranks" "$root/build/release/apps/mps/domex-mps" $flags --steps 8 \
+          --count-exchange automatic --output "$out/mps-$name-$ranks" > "mps-$name-$ranks.txt" 2>&1
+        run "counts-mps-$name-ib-$ranks" "ib:$nodes" "$ranks" counts --calls 20 \
+          --partners "$out/mps-$name-$ranks/count_partners.txt"
+      done
+    done ;;
   halo)
     # sim/runs.sh halo [P...]: deep halo, weak scaling, 26 neighbours, 8 fields.
     # The kernel is replaced by 0.62 us of simulated time per cell update

@@ -6,6 +6,7 @@
 // left the box), 2 bad arguments.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -13,9 +14,11 @@
 #include <domex/comm/provenance.hpp>
 #include <nlohmann/json.hpp>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -115,6 +118,10 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       comm.allreduce(owned, MPI_MAX) / std::max(1e-300, comm.allreduce(owned, MPI_SUM) / comm.size());
   const domex::Provenance where = domex::provenance(comm);  // collective
   if (writing) image();                                     // collective; also when the run had nothing left to do
+  // The last step's count partners of every rank, for the count exchange's
+  // replay under SimGrid (sim/counts.cpp --partners).
+  const auto partner_lengths = comm.allgatherv(std::span<const int>(std::array{static_cast<int>(solver.count_partners().size())}));
+  const auto partner_lists = comm.allgatherv(std::span<const int>(solver.count_partners()));
   if (!root) return;
 
   const long ran = std::max(1L, solver.steps() - first_step);
@@ -198,6 +205,13 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       {"checksum", fmt::format("{:016x}", checksum)},
       {"profile", profile_rows}};
   domex::apps::write_file(folder / "mps.json", document.dump(1) + "\n");
+  std::string partners_text = fmt::format(
+      "# domex-mps: the ranks each rank sends ghost counts to at step {} ({} ranks, {}); line r: rank r's\n",
+      solver.steps(), comm.size(), config.decomposition);
+  for (std::size_t r = 0, at = 0; r < partner_lengths.size(); at += static_cast<std::size_t>(partner_lengths[r++]))
+    partners_text += fmt::format(
+        "{}\n", fmt::join(std::span(partner_lists).subspan(at, static_cast<std::size_t>(partner_lengths[r])), " "));
+  domex::apps::write_file(folder / "count_partners.txt", partners_text);
   domex::apps::write_png(
       folder / "front.png",
       front_picture(

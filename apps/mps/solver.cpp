@@ -344,6 +344,8 @@ void Solver::exchange_counts() {
   const double seconds = MPI_Wtime() - start;
   profile_.add("count exchange", seconds);
   count_samples_.push_back({seconds, static_cast<int>(to.size())});
+  count_partners_ = to;
+  std::sort(count_partners_.begin(), count_partners_.end());
   // What arrived must be what the ghost plan receives from each rank.
   const auto sources = ghosts_->sources();
   const auto source_offsets = ghosts_->source_offsets();
