@@ -26,6 +26,9 @@ done
 grep -q "step .*T .*Z .*CG" "$work/two.err" || fail "no progress line"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['particles']['fluid']==128 and d['front_T_Z'] and d['cg_iterations_total']>0" \
   "$work/two/mps.json" || fail "mps.json lacks the particles, the front or the CG iterations"
+# The last step's count partners, a line per rank (sim/counts.cpp --partners): at np 2 each rank names the other.
+[[ "$(grep -v '^#' "$work/two/count_partners.txt" | tr '\n' ';')" == "1;0;" ]] ||
+  fail "count_partners.txt: $(cat "$work/two/count_partners.txt")"
 # The particle snapshot at the end (--snapshot-every: every N steps and the last): every particle once.
 total=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['particles']; print(p['fluid']+p['wall']+p['dummy'])" \
   "$work/two/mps.json")
