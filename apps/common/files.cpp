@@ -2,14 +2,21 @@
 #include "files.hpp"
 
 #include <domex/comm/collective.hpp>
+#include <domex/comm/comm.hpp>
 #include <domex/comm/error.hpp>
 
 #include <fmt/format.h>
 
+#include <mpi.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <string_view>
 #include <system_error>
+#include <thread>
 
 namespace domex::apps {
 
@@ -58,6 +65,26 @@ std::string output_problem(const std::filesystem::path& folder) {
   remove_created();
   return "";
 }
+bool warn_if_oversubscribed(const Comm& comm, std::string_view app, int threads) {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(comm.get(), MPI_COMM_TYPE_SHARED, comm.rank(), MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int on_node = 1;
+  check_mpi(MPI_Comm_size(node, &on_node), "MPI_Comm_size");
+  check_mpi(MPI_Comm_free(&node), "MPI_Comm_free");
+  const long cores = std::max(1u, std::thread::hardware_concurrency());
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const bool passive = policy != nullptr && (std::string_view(policy) == "passive" || std::string_view(policy) == "PASSIVE");
+  const int warn = threads > 1 && static_cast<long>(on_node) * threads > cores && !passive ? 1 : 0;
+  const int any = comm.allreduce(warn, MPI_MAX);
+  if (any && comm.rank() == 0)
+    fmt::print(stderr,
+               "{}: warning: {} ranks x {} threads on a node with {} cores, and OpenMP threads spin while they wait: "
+               "expect a run many times slower; use fewer ranks or --threads 1, or set OMP_WAIT_POLICY=passive\n",
+               app, on_node, threads, cores);
+  return any != 0;
+}
+
 void fail_app(std::string_view app, std::string_view what) { throw Error(fmt::format("{}: {}", app, what)); }
 
 int main_of(const char* name, int argc, char** argv, int (*run)(int, char**)) {

@@ -17,6 +17,12 @@ namespace domex::apps {
 /// a domex::Error on every rank.
 void create_output_folder(const Comm& comm, const std::filesystem::path& folder);
 
+/// Collective: a warning line (rank 0, stderr) when the ranks on one node
+/// times `threads` exceed its cores and OpenMP threads spin while they wait
+/// (OMP_WAIT_POLICY not passive): such a run is many times slower than it
+/// needs to be (np 8 x 2 threads on 2 cores: 20x). Returns whether it warned.
+bool warn_if_oversubscribed(const Comm& comm, std::string_view app, int threads);
+
 /// Writes `bytes` to `path`.part, then renames it to `path`: a reader never
 /// sees a half-written file. Throws domex::Error naming the path.
 void write_file(const std::filesystem::path& path, std::string_view bytes);

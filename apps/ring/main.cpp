@@ -180,6 +180,7 @@ void simulate(domex::Comm& comm, const Config& config, const Derived& derived, s
                config.particles, comm.size(), derived.divisions[0], derived.divisions[1], derived.divisions[2],
                ring.tree().threads(), config.dt, derived.particle_radius, to_string(derived.legacy),
                config.restart.empty() ? "" : fmt::format(", restarted at step {}", ring.steps()));
+  domex::apps::warn_if_oversubscribed(comm, "domex-ring", ring.tree().threads());  // collective
   const long first = ring.steps(), last = config.steps;  // --steps counts from step 0, also after a restart
   const auto due = [&](long every) { return every > 0 && (ring.steps() % every == 0 || ring.steps() == last); };
   std::vector<Json> energies;
