@@ -3,7 +3,7 @@
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
-#               | counts | counts-mps | halo [P...] | let [P...] | model
+#               | counts | counts-mps | reduce | halo [P...] | let [P...] | model
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -92,6 +92,15 @@ case ${1:-} in
     run counts-tofu-36 tofu:6 36 counts --calls 20
     run counts-tofu-72 tofu:8 72 counts --calls 20
     run counts-ib-1024 ib 1024 counts --calls 2 ;;
+  reduce)
+    # The CG's small complex allreduce: MPI_Allreduce against one along each
+    # axis of the process grid (domex::ReduceMethod::by_dimension).
+    for spec in "torus3d 64 4 4 4" "torus3d 512 8 8 8" "ib 512 8 8 8" "tofu 512 8 8 8" \
+                "torus3d 1000 10 10 10" "ib 1000 10 10 10" "tofu 1000 10 10 10"; do
+      read -r platform ranks x y z <<< "$spec"
+      run "reduce-$platform-$ranks" "$platform" "$ranks" reduce --grid "$x" "$y" "$z" --calls 10 --repeats 1 \
+        --counts 1 12
+    done ;;
   counts-mps)
     # The same exchange on domex-mps's real pattern: who sends ghost counts to
     # whom at the last of 8 steps of the dam break (3-D slab a/10 and 2-D

@@ -13,8 +13,37 @@
 
 #include <complex>
 #include <span>
+#include <vector>
 
 namespace domex {
+
+/// How allreduce() sums over the ranks.
+enum class ReduceMethod {
+  /// One MPI_Allreduce over the communicator (the MPI library's algorithm).
+  mpi,
+  /// An MPI_Allreduce along each axis of a process grid in turn (the first
+  /// axis, then the second, ...), over sub-communicators created once per
+  /// grid and Comm: every step talks to the ranks of one line only, which on
+  /// a torus or crossbar network are the link neighbours (the topology-aware
+  /// sum of the lattice QCD seed). Which is faster depends on the network and
+  /// the MPI: see sim/README.md ("Allreduce by dimension").
+  by_dimension,
+  /// Times both on the first calls of the Comm (alternating, 8 calls each),
+  /// then keeps the faster by the slowest rank's median: the same choice on
+  /// every rank (one extra MPI_Allreduce, once). Results agree to rounding
+  /// with either; `grid` as for by_dimension.
+  automatic,
+};
+
+/// Options of allreduce().
+struct ReduceOptions {
+  ReduceMethod method = ReduceMethod::mpi;
+  /// by_dimension: the process grid, first axis slowest (rank = the
+  /// row-major index of its coordinates, as MPI_Cart_create numbers ranks
+  /// without reordering); its product must be the number of ranks. Empty:
+  /// MPI_Dims_create(size, 3). The same on every rank.
+  std::vector<int> grid{};
+};
 
 /// Collective over `comm`: replaces `values` by their element-wise sum over
 /// all ranks (MPI_Allreduce, MPI_SUM, in place). Every rank must pass the same
@@ -22,6 +51,19 @@ namespace domex {
 /// error). The order of the sum over ranks is MPI's: equal on every rank, not
 /// necessarily the serial order.
 void allreduce(const Comm& comm, std::span<std::complex<double>> values);
+
+/// Which method `automatic` chose on `comm` (mpi or by_dimension), or
+/// automatic while it is still timing them.
+[[nodiscard]] ReduceMethod automatic_reduce_choice(const Comm& comm);
+
+/// Collective over `comm`: allreduce() by `options.method`. by_dimension
+/// sums in another order than mpi (results agree to rounding), and the
+/// result is the same on every rank where MPI_Allreduce returns the same
+/// result on communicators of the same size (Open MPI and MPICH choose their
+/// algorithm by size and count). The first call with a grid is collective
+/// in creating its sub-communicators, and a grid whose product is not the
+/// number of ranks, or with an entry < 1, is a domex::Error on every rank.
+void allreduce(const Comm& comm, std::span<std::complex<double>> values, const ReduceOptions& options);
 
 /// A non-blocking complex sum in flight. `values` must stay alive and
 /// untouched until wait() returns. Move-only; the destructor waits if wait()
