@@ -45,6 +45,11 @@ struct Dataset {
 void write(const Comm& comm, const std::filesystem::path& path, std::span<const Dataset> datasets,
            std::string_view sidecar = {});
 
+/// The check of --snapshot-format every application makes: `format` must be
+/// `first` or "hdf5", and "hdf5" needs available(). Throws domex::Error
+/// "<app>: --snapshot-format <format>: ..." (apps::fail_app) otherwise.
+void check_snapshot_format(std::string_view app, std::string_view format, std::string_view first);
+
 /// Serial: the shape and values of a float64 or uint64 dataset of a complete
 /// file (for tests and tools; converts to the type asked for).
 template <class T>

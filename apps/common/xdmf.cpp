@@ -1,11 +1,23 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// XDMF 3 sidecars of the HDF5 snapshots (text only: built with or without HDF5).
+// XDMF 3 sidecars of the HDF5 snapshots and the --snapshot-format check
+// (text only: built with or without HDF5).
 #include <fmt/format.h>
 #include <fmt/ranges.h>  // fmt::join
 
+#include "files.hpp"
 #include "hdf5.hpp"
 
 namespace domex::apps::hdf5 {
+
+void check_snapshot_format(std::string_view app, std::string_view format, std::string_view first) {
+  if (format != first && format != "hdf5")
+    fail_app(app, fmt::format("--snapshot-format {}: must be {} or hdf5", format, first));
+  if (format == "hdf5" && !available())
+    fail_app(app, fmt::format("--snapshot-format hdf5: this {} was built without parallel HDF5 for its MPI (Debian: "
+                              "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or "
+                              "libhdf5-mpich-dev; then configure again){}",
+                              app, first == "none" ? "" : fmt::format(", or use --snapshot-format {}", first)));
+}
 
 std::string xdmf_item(std::string_view h5_file, std::string_view name, std::span<const std::size_t> shape,
                       bool is_uint64) {

@@ -2,7 +2,7 @@
 #include "config.hpp"
 
 #include "files.hpp"  // output_problem
-#include "hdf5.hpp"   // available
+#include "hdf5.hpp"   // check_snapshot_format
 
 #include <domex/comm/collective.hpp>
 #include <domex/halo/lattice.hpp>
@@ -55,12 +55,7 @@ void validate(const Config& config, const Comm& comm) {
   } catch (const Error&) {
     reject(fmt::format("--path {}: unknown path (pack, datatype or contiguous)", config.path));
   }
-  if (config.snapshot_format != "none" && config.snapshot_format != "hdf5")
-    reject(fmt::format("--snapshot-format {}: must be none or hdf5", config.snapshot_format));
-  if (config.snapshot_format == "hdf5" && !apps::hdf5::available())
-    reject("--snapshot-format hdf5: this domex-lattice was built without parallel HDF5 for its MPI (Debian: "
-           "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or libhdf5-mpich-dev; then "
-           "reconfigure)");
+  apps::hdf5::check_snapshot_format("domex-lattice", config.snapshot_format, "none");
   if (config.snapshot_format == "hdf5" && config.output.empty())
     reject("--snapshot-format hdf5: needs an --output folder");
   // Filesystem verdict from rank 0 only, thrown on every rank.

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "files.hpp"   // output_problem
+#include "hdf5.hpp"
 #include "output.hpp"  // collectively
 #include "solver.hpp"  // Solver::bytes_per_cell
 
@@ -58,12 +59,7 @@ void validate(const Config& config, const Comm& comm) {
   if (config.steps <= 0) reject(fmt::format("--steps {}: must be positive", config.steps));
   if (config.image_every < 0) reject(fmt::format("--image-every {}: must be >= 0", config.image_every));
   if (config.snapshot_every < 0) reject(fmt::format("--snapshot-every {}: must be >= 0", config.snapshot_every));
-  if (config.snapshot_format != "vtk" && config.snapshot_format != "hdf5")
-    reject(fmt::format("--snapshot-format {}: must be vtk or hdf5", config.snapshot_format));
-  if (config.snapshot_format == "hdf5" && !hdf5_available())
-    reject("--snapshot-format hdf5: this domex-mhd was built without parallel HDF5 for its MPI (Debian: "
-           "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or libhdf5-mpich-dev; then "
-           "configure again)");
+  apps::hdf5::check_snapshot_format("domex-mhd", config.snapshot_format, "vtk");
   if (config.checkpoint_every < 0)
     reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
   if (config.checkpoint_every > 0 && config.output.empty())

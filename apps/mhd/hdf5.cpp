@@ -12,8 +12,6 @@
 
 namespace domex::mhd {
 
-bool hdf5_available() noexcept { return apps::hdf5::available(); }
-
 void write_hdf5(const Solver& solver, const std::filesystem::path& path) {
   const auto n = solver.grid().local_cells(), global = solver.grid().global_cells(), o = solver.grid().offset();
   std::array<std::vector<double>, 4> block;  // rho, p, v, B = B_dipole + b (components interleaved)

@@ -47,8 +47,6 @@ struct ColourRange {
 /// cells contiguous in the file), and rank 0 renames it to `path` when complete.
 void write_vtk(const Solver& solver, const std::filesystem::path& path);
 
-/// Whether this domex-mhd was built with parallel HDF5 (--snapshot-format hdf5).
-[[nodiscard]] bool hdf5_available() noexcept;
 /// Collective: parallel HDF5 snapshot (float64 datasets /rho, /p of NZ x NY x
 /// NX and /v, /B of NZ x NY x NX x 3, x fastest, values at the cell centres)
 /// written to `path`.part and renamed when complete, then an XDMF sidecar

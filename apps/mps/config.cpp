@@ -40,12 +40,7 @@ void validate(const Config& config, const Comm& comm) {
   if (config.image_every < 0) reject(fmt::format("--image-every {}: must be >= 0", config.image_every));
   if (config.checkpoint_every < 0) reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
   if (config.snapshot_every < 0) reject(fmt::format("--snapshot-every {}: must be >= 0", config.snapshot_every));
-  if (config.snapshot_format != "vtk" && config.snapshot_format != "hdf5")
-    reject(fmt::format("--snapshot-format {}: must be vtk or hdf5", config.snapshot_format));
-  if (config.snapshot_format == "hdf5" && !apps::hdf5::available())
-    reject("--snapshot-format hdf5: this domex-mps was built without parallel HDF5 for its MPI (Debian: "
-           "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or libhdf5-mpich-dev; then "
-           "reconfigure), or use --snapshot-format vtk");
+  apps::hdf5::check_snapshot_format("domex-mps", config.snapshot_format, "vtk");
   if (config.snapshot_every > 0 && config.output.empty())
     reject("--snapshot-every needs an --output folder for the snapshots");
   if (config.checkpoint_every > 0 && config.output.empty())

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "files.hpp"  // output_problem
-#include "hdf5.hpp"   // available
+#include "hdf5.hpp"   // check_snapshot_format
 
 namespace domex::ring {
 namespace {
@@ -65,12 +65,7 @@ Derived validate(const Config& config, const Comm& comm) {
   for (auto [name, value] : {std::pair{"--snapshot-every", config.snapshot_every}, {"--image-every", config.image_every},
                              {"--checkpoint-every", config.checkpoint_every}})
     if (value < 0) reject(fmt::format("{} {}: must be >= 0", name, value));
-  if (config.snapshot_format != "vtk" && config.snapshot_format != "hdf5")
-    reject(fmt::format("--snapshot-format {}: must be vtk or hdf5", config.snapshot_format));
-  if (config.snapshot_format == "hdf5" && !apps::hdf5::available())
-    reject("--snapshot-format hdf5: this domex-ring was built without parallel HDF5 for its MPI (Debian: "
-           "libhdf5-openmpi-dev, from DOMEX_WITH_HDF5=1 source scripts/setup.sh, or libhdf5-mpich-dev; then "
-           "reconfigure), or use --snapshot-format vtk");
+  apps::hdf5::check_snapshot_format("domex-ring", config.snapshot_format, "vtk");
   if (config.energy_every < -1)
     reject(fmt::format("--energy-every {}: must be -1 (start and end), 0 (progress lines) or N > 0", config.energy_every));
   positive("--ring-radius", config.ring_radius);
