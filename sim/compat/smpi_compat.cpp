@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // SMPI compatibility layer (see smpi_compat.hpp): compiled only with
 // -DDOMEX_SMPI=ON, without the force-included header, so the calls below are
-// SMPI's own. Every rank has its own copy of this state (smpirun loads the
-// program once per rank; built with -fno-gnu-unique).
+// SMPI's own. Its one piece of state, the registry of our requests, holds
+// addresses: with dlopen privatization every rank has its own copy, with
+// smpi/privatization:no all ranks share it, which is as correct (addresses
+// are unique in the one address space, and ranks run one at a time).
 
 #define DOMEX_SMPI_COMPAT_IMPLEMENTATION
 #include "smpi_compat.hpp"
+
+#include <simgrid/actor.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -332,5 +336,7 @@ int domex_smpi_Neighbor_alltoallv(const void*, const int*, const int*, MPI_Datat
   std::fprintf(stderr, "domex (SMPI): MPI_Neighbor_alltoallv is not implemented in SimGrid SMPI\n");
   return MPI_ERR_UNSUPPORTED_OPERATION;
 }
+
+long domex_smpi_rank_key(void) { return static_cast<long>(sg_actor_self_get_pid()); }
 
 }  // extern "C"
