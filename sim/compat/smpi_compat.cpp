@@ -249,8 +249,15 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
   if (registry().empty()) return MPI_Testall(count, requests, flag, statuses);
   bool ours_done = true;
   std::vector<MPI_Request> real(requests, requests + count);
+  // Which entries are ours is decided before SMPI's Testall: it frees the
+  // real requests it completes, and while it yields another rank may
+  // allocate one of ours at a freed address (one registry for all ranks
+  // under smpi/privatization:no), so asking the registry afterwards could
+  // leave a dangling request behind.
+  std::vector<bool> ours(static_cast<std::size_t>(count), false);
   for (int i = 0; i < count; ++i)
     if (Pending* p = pending_of(requests[i])) {
+      ours[static_cast<std::size_t>(i)] = true;
       if (const int error = progress(*p, false); error != MPI_SUCCESS) return error;
       if (p->done) {
         if (statuses != MPI_STATUSES_IGNORE) fill_status(&statuses[i]);
@@ -263,7 +270,7 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
   int real_done = 0;
   const int error = MPI_Testall(count, real.data(), &real_done, statuses);
   for (int i = 0; i < count; ++i)
-    if (!pending_of(requests[i])) requests[i] = real[static_cast<std::size_t>(i)];
+    if (!ours[static_cast<std::size_t>(i)]) requests[i] = real[static_cast<std::size_t>(i)];
   *flag = ours_done && real_done;
   return error;
 }
