@@ -90,13 +90,23 @@ def write(name, ranks, ranks_per_node, out):
     return base
 
 
-def cfg(name):
+def cfg(name, ranks_per_node=1):
     spec = PLATFORMS[name]
     send, recv = spec["o_send"], spec["o_recv"]
     # Collective algorithms chosen as the seed's MPI would: Intel MPI is
     # MPICH-derived, Fujitsu MPI Open MPI-derived (SMPI's selectors).
-    return [f"smpi/os:0:{send:.6g}:0", f"smpi/ois:0:{send:.6g}:0", f"smpi/or:0:{recv:.6g}:0",
-            f"smpi/coll-selector:{spec['collectives']}"]
+    options = [f"smpi/os:0:{send:.6g}:0", f"smpi/ois:0:{send:.6g}:0", f"smpi/or:0:{recv:.6g}:0",
+               f"smpi/coll-selector:{spec['collectives']}"]
+    # SMPI's mpich bcast and allreduce first learn each new communicator's
+    # nodes (Comm::init_smp: two ring allgathers, 2 P^2 messages; every
+    # MPI_Comm_dup broadcasts its id): minutes at 1024 ranks, never done at
+    # 4096. With one rank per node they then run the flat algorithm on all
+    # ranks (SMP_binomial = binomial tree; two-level allreduce = recursive
+    # doubling among the node leaders), so name those directly: the same
+    # simulated times (checked at 64 and 256, sim/README.md), no P^2 setup.
+    if spec["collectives"] == "mpich" and ranks_per_node == 1:
+        options += ["smpi/bcast:binomial_tree", "smpi/allreduce:rdb"]
+    return options
 
 
 def main():
@@ -119,7 +129,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     base = write(args.platform, args.ranks, args.ranks_per_node, args.out)
     print(base)
-    print("\n".join(cfg(args.platform)))
+    print("\n".join(cfg(args.platform, args.ranks_per_node)))
 
 
 if __name__ == "__main__":

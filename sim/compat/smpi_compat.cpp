@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // SMPI compatibility layer (see smpi_compat.hpp): compiled only with
 // -DDOMEX_SMPI=ON, without the force-included header, so the calls below are
-// SMPI's own. Every rank has its own copy of this state (smpirun loads the
-// program once per rank; built with -fno-gnu-unique).
+// SMPI's own. Its one piece of state, the registry of our requests, holds
+// addresses: with dlopen privatization every rank has its own copy, with
+// smpi/privatization:no all ranks share it, which is as correct (addresses
+// are unique in the one address space, and ranks run one at a time).
 
 #define DOMEX_SMPI_COMPAT_IMPLEMENTATION
 #include "smpi_compat.hpp"
+
+#include <simgrid/actor.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -245,8 +249,15 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
   if (registry().empty()) return MPI_Testall(count, requests, flag, statuses);
   bool ours_done = true;
   std::vector<MPI_Request> real(requests, requests + count);
+  // Which entries are ours is decided before SMPI's Testall: it frees the
+  // real requests it completes, and while it yields another rank may
+  // allocate one of ours at a freed address (one registry for all ranks
+  // under smpi/privatization:no), so asking the registry afterwards could
+  // leave a dangling request behind.
+  std::vector<bool> ours(static_cast<std::size_t>(count), false);
   for (int i = 0; i < count; ++i)
     if (Pending* p = pending_of(requests[i])) {
+      ours[static_cast<std::size_t>(i)] = true;
       if (const int error = progress(*p, false); error != MPI_SUCCESS) return error;
       if (p->done) {
         if (statuses != MPI_STATUSES_IGNORE) fill_status(&statuses[i]);
@@ -259,7 +270,7 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
   int real_done = 0;
   const int error = MPI_Testall(count, real.data(), &real_done, statuses);
   for (int i = 0; i < count; ++i)
-    if (!pending_of(requests[i])) requests[i] = real[static_cast<std::size_t>(i)];
+    if (!ours[static_cast<std::size_t>(i)]) requests[i] = real[static_cast<std::size_t>(i)];
   *flag = ours_done && real_done;
   return error;
 }
@@ -332,5 +343,7 @@ int domex_smpi_Neighbor_alltoallv(const void*, const int*, const int*, MPI_Datat
   std::fprintf(stderr, "domex (SMPI): MPI_Neighbor_alltoallv is not implemented in SimGrid SMPI\n");
   return MPI_ERR_UNSUPPORTED_OPERATION;
 }
+
+long domex_smpi_rank_key(void) { return static_cast<long>(sg_actor_self_get_pid()); }
 
 }  // extern "C"

@@ -57,6 +57,9 @@ int domex_smpi_Dims_create(int nodes, int dimensions, int* dims);
 int domex_smpi_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int* sources, const int* source_weights,
                                           int outdegree, const int* destinations, const int* destination_weights,
                                           MPI_Info info, int reorder, MPI_Comm* graph);
+/// The simulated rank running now (its SimGrid actor id): the key of per-rank
+/// state where all ranks share one copy of the program (smpi/privatization:no).
+long domex_smpi_rank_key(void);
 int domex_smpi_Neighbor_alltoallv(const void* send, const int* send_counts, const int* send_displs,
                                   MPI_Datatype send_type, void* receive, const int* receive_counts,
                                   const int* receive_displs, MPI_Datatype receive_type, MPI_Comm comm);

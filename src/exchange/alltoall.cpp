@@ -28,7 +28,8 @@ struct Scratch {
 }  // namespace
 
 void run_alltoall(Call& call) {
-  thread_local Scratch s;
+  struct Site;
+  auto& s = scratch<Scratch, Site>();
   const int rank = call.comm.rank();
   const auto size = static_cast<std::size_t>(call.comm.size());
   const std::size_t direct_limit = std::min(call.piece, static_cast<std::size_t>(INT_MAX) / size);

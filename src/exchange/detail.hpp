@@ -19,6 +19,7 @@
 //   is left unmatched.
 
 #include <domex/comm/comm.hpp>
+#include <domex/comm/scratch.hpp>
 #include <domex/exchange/algorithm.hpp>
 #include <domex/exchange/buffer.hpp>
 #include <domex/exchange/exchange.hpp>

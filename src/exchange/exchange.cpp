@@ -173,7 +173,8 @@ bool take_envelope(Call& call, MPI_Message message, const MPI_Status& status, st
 
 void receive_envelopes(Call& call, std::vector<Envelope>& envelopes) {
   if (envelopes.empty()) return;
-  thread_local std::vector<MPI_Request> requests;
+  struct ReceiveRequests;
+  auto& requests = scratch<std::vector<MPI_Request>, ReceiveRequests>();
   requests.clear();
   const std::size_t first = call.into.sources.size();
   for (const auto& envelope : envelopes)
@@ -197,7 +198,8 @@ void receive_any(Call& call, std::size_t count) {
   // sources and sizes are known before anything is received, so the store is
   // laid out in source order, the message to self in its place: no reordering
   // copy afterwards (which cost a full pass over large inboxes).
-  thread_local std::vector<Envelope> envelopes;
+  struct Envelopes;
+  auto& envelopes = scratch<std::vector<Envelope>, Envelopes>();
   envelopes.clear();
   for (std::size_t received = 0; received < count; ++received) {
     MPI_Message message;
@@ -225,7 +227,8 @@ void receive_any(Call& call, std::size_t count) {
     self_slot = call.into.sources.size();
     (void)append_message(call.into, me, call.bytes(self));
   }
-  thread_local std::vector<MPI_Request> requests;
+  struct Requests;
+  auto& requests = scratch<std::vector<MPI_Request>, Requests>();
   requests.clear();
   std::size_t slot = first;
   for (auto& envelope : envelopes) {
@@ -322,13 +325,15 @@ void wait_all(std::vector<MPI_Request>& requests, const char* call) {
 }
 
 std::vector<MPI_Request>& request_scratch() {
-  thread_local std::vector<MPI_Request> requests;
+  struct Requests;
+  auto& requests = scratch<std::vector<MPI_Request>, Requests>();
   requests.clear();
   return requests;
 }
 
 std::vector<int>& int_scratch(std::size_t size) {
-  thread_local std::vector<int> values;
+  struct Values;
+  auto& values = scratch<std::vector<int>, Values>();
   values.assign(size, 0);
   return values;
 }

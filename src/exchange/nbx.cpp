@@ -17,7 +17,8 @@ void nbx_start(Call& call, std::vector<MPI_Request>& sends) {
 }
 
 void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHandler* each) {
-  thread_local std::vector<Envelope> envelopes;
+  struct Envelopes;
+  auto& envelopes = scratch<std::vector<Envelope>, Envelopes>();
   envelopes.clear();
   RecvStore one;  // the callback form: one message at a time
   MPI_Request barrier = MPI_REQUEST_NULL;

@@ -2,6 +2,8 @@
 #pragma once
 // Axis-aligned boxes and points in the coordinates a decomposition cuts.
 
+#include <domex/comm/scratch.hpp>
+
 #include <array>
 #include <concepts>
 #include <functional>
@@ -49,7 +51,8 @@ namespace detail {
 /// the user's particles and delegate to the span-of-Points form).
 template <class Particle, PositionOf<Particle> Projection>
 const std::vector<Point>& positions_of(std::span<const Particle> particles, const Projection& position) {
-  thread_local std::vector<Point> positions;
+  struct Positions;
+  auto& positions = detail::scratch<std::vector<Point>, Positions>();
   gather_positions(particles, position, positions);
   return positions;
 }

@@ -44,7 +44,8 @@ class BucketDecomposition {
   template <class Particle, PositionOf<Particle> Projection>
   void rebalance(std::span<const Particle> particles, const Projection& position,
                  std::span<const double> weights = {}) {
-    thread_local std::vector<Point> positions;
+    struct Positions;
+    auto& positions = detail::scratch<std::vector<Point>, Positions>();
     gather_positions(particles, position, positions);
     rebalance(std::span<const Point>(positions), weights);
   }
