@@ -296,7 +296,7 @@ void run_sparse(const SparseOptions& options) {
       // The best fixed algorithm in hindsight, its first N calls under the
       // same conditions: a fresh Comm each time (its setup, an RMA window,
       // paid as automatic pays it), the fastest of 3; among the fixed
-      // algorithms within 1.25x of the row's best median (at most three),
+      // algorithms within 1.25x of the row's best median (at most two),
       // the least time at each checkpoint.
       std::pair<double, double> best_calls{0, 0};
       if (best != SIZE_MAX && with_automatic) {
@@ -308,7 +308,7 @@ void run_sparse(const SparseOptions& options) {
         std::sort(close.begin(), close.end(), [&](std::size_t a, std::size_t b) {
           return summarize(samples[a]).median < summarize(samples[b]).median;
         });
-        close.resize(std::min<std::size_t>(close.size(), 3));
+        close.resize(std::min<std::size_t>(close.size(), 2));
         best_calls = {1e300, 1e300};
         for (std::size_t a : close) {
           const auto [first, all] = fastest_calls(algorithms[a], inboxes[a]);

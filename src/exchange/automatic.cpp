@@ -13,7 +13,7 @@
 //   faster than the incumbent runs a confirming duel, incumbent and
 //   challenger in adjacent epochs of the same length, and replaces it only if
 //   it wins by a margin again.
-// - Recheck, never lock: a challenger is re-timed in a duel every 256 to 2048
+// - Recheck, never lock: a challenger is re-timed in a duel every 128 to 2048
 //   calls of its class, within a budget of 3 % of the class's time, the
 //   closest runner-up first; one that lost waits 256 calls, doubling up to
 //   8192. The last call of every steady epoch is timed too (a sentinel): an
@@ -71,7 +71,7 @@ constexpr double win_margin = 0.03;
 constexpr double sentinel_factor = 1.5, slowed_factor = 1.25;
 /// Calls of a class between rechecks: from the first, doubling while the
 /// incumbent holds, back to the first after a change.
-constexpr std::uint64_t first_recheck = 256, last_recheck = 2048;
+constexpr std::uint64_t first_recheck = 128, last_recheck = 2048;
 /// A challenger that lost is not re-timed for this many calls of its class,
 /// doubling with each further loss (never more: no choice is ever locked).
 constexpr std::uint64_t first_backoff = 256, last_backoff = 8192;
