@@ -72,6 +72,7 @@ struct Row {
   double regret = 0;  // automatic: the same over its first regret_calls calls
   std::size_t regret_calls = 0;
   double estimated_regret = 0;  // automatic: its own estimate (AutomaticClass::regret_seconds), after learning
+  double setup_seconds = 0;     // automatic: its Comm's one-time setup (AutomaticReport::setup_seconds)
 };
 
 /// Particles (or messages) this rank sends to each destination: 1 per
@@ -140,14 +141,15 @@ std::string table(const std::vector<Row>& rows) {
 
 /// automatic's rows: what it chose, how, and its regret (learning included).
 std::string learning_table(const std::vector<Row>& rows) {
-  std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8}  {}\n", "pattern",
-                                "bytes", "automatic chose", "how", "N", "x best", "N", "x best", "est.", "calls",
-                                "measured (us per call)");
+  std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8}  {}\n",
+                                "pattern", "bytes", "automatic chose", "how", "N", "x best", "N", "x best", "est.",
+                                "setup[us]", "calls", "measured (us per call)");
   for (const Row& row : rows)
     if (row.algorithm == Algorithm::automatic && row.label.rfind("auto", 0) == 0)
-      out += fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7.3f} {:>7} {:>7.3f} {:>7.3f} {:>8}  {}\n", row.pattern,
-                         row.message_bytes, to_string(row.ran), row.how, row.learning_calls, row.learning_cost,
-                         row.regret_calls, row.regret, 1 + row.estimated_regret, row.class_calls, row.measured);
+      out += fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7.3f} {:>7} {:>7.3f} {:>7.3f} {:>9.1f} {:>8}  {}\n",
+                         row.pattern, row.message_bytes, to_string(row.ran), row.how, row.learning_calls,
+                         row.learning_cost, row.regret_calls, row.regret, 1 + row.estimated_regret,
+                         1e6 * row.setup_seconds, row.class_calls, row.measured);
   return out;
 }
 
@@ -173,6 +175,7 @@ Json json_of(const std::vector<Row>& rows, int ranks) {
                     {"regret", row.regret},
                     {"regret_calls", row.regret_calls},
                     {"estimated_regret", row.estimated_regret},
+                    {"setup_s", row.setup_seconds},
                     {"measured", row.measured},
                     {"class_calls", row.class_calls}});
   return {{"ranks", ranks}, {"rows", list}};
@@ -351,6 +354,7 @@ void run_sparse(const SparseOptions& options) {
           row.learning_calls = learning_calls;
           row.learning_cost = best_calls.first > 0 ? automatic_first.first / best_calls.first : 0;
           row.regret_calls = regret_calls;
+          row.setup_seconds = report.setup_seconds;
           row.regret = best_calls.second > 0 ? automatic_first.second / best_calls.second : 0;
           if (row_class && row_class->seconds_total > row_class->regret_seconds)
             row.estimated_regret =
@@ -394,7 +398,8 @@ void run_sparse(const SparseOptions& options) {
       std::printf("\nautomatic (learning from its own calls; cost model: %s): what it chose, how, and its regret: "
                   "its first N calls from scratch (learning included) against the first N calls of the best fixed "
                   "algorithm in hindsight (the fastest of 3 fresh Comms each), at two N; est.: its own estimate "
-                  "(AutomaticClass::regret_seconds) after %zu calls\n%s",
+                  "(AutomaticClass::regret_seconds) after %zu calls; setup: its Comm's one-time setups "
+                  "(AutomaticReport::setup_seconds)\n%s",
                   model.source().c_str(), options.learn_calls, learning_table(rows).c_str());
     for (const auto& line : excluded) std::printf("automatic: %s\n", line.c_str());
     if (!options.json.empty())
