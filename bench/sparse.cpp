@@ -240,20 +240,8 @@ void run_sparse(const SparseOptions& options) {
         });
         return std::pair{first, first + rest};
       };
-      // The fastest of 3 runs, each checkpoint on its own (machine noise only ever adds time).
-      const auto fastest_calls = [&](Algorithm algorithm, Inbox<std::byte>& inbox) {
-        std::pair<double, double> fastest{1e300, 1e300};
-        for (int repeat = 0; repeat < 3; ++repeat) {
-          const auto [first, all] = time_calls(algorithm, inbox);
-          fastest = {std::min(fastest.first, first), std::min(fastest.second, all)};
-        }
-        return fastest;
-      };
-      std::pair<double, double> automatic_first{0, 0};
       for (std::size_t a = 0; a < algorithms.size(); ++a)
         if (algorithms[a] == Algorithm::automatic) {
-          // Its first N calls from scratch (learning included), each time on a fresh Comm.
-          automatic_first = fastest_calls(Algorithm::automatic, inboxes[a]);
           // The row's own Comm learns, untimed, for --learn-calls calls (at
           // most ~2 s), so that its row is sampled "after learning".
           const auto calls = std::min<std::size_t>(options.learn_calls, static_cast<std::size_t>(2.0 / std::max(one_call, 1e-9)));
@@ -298,12 +286,15 @@ void run_sparse(const SparseOptions& options) {
             (best == SIZE_MAX || summarize(samples[a]).median < summarize(samples[best]).median))
           best = a;
       const bool with_automatic = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end();
-      // The best fixed algorithm in hindsight, its first N calls under the
-      // same conditions: a fresh Comm each time (its setup, an RMA window,
-      // paid as automatic pays it), the fastest of 3; among the fixed
-      // algorithms within 1.25x of the row's best median (at most two),
-      // the least time at each checkpoint.
-      std::pair<double, double> best_calls{0, 0};
+      // automatic's first N calls from scratch (learning included) against
+      // the best fixed algorithm in hindsight's, under the same conditions:
+      // a fresh Comm each time (setups, RMA windows, paid as automatic pays
+      // them); the best among the fixed algorithms within 1.25x of the row's
+      // best median (at most two), the least time at each checkpoint. Runs
+      // interleaved, the fastest of 3 each (machine noise only ever adds
+      // time, and hits both alike).
+      std::pair<double, double> automatic_first{0, 0}, best_calls{0, 0};
+      const auto automatic_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic);
       if (best != SIZE_MAX && with_automatic) {
         std::vector<std::size_t> close;
         for (std::size_t a = 0; a < algorithms.size(); ++a)
@@ -314,10 +305,15 @@ void run_sparse(const SparseOptions& options) {
           return summarize(samples[a]).median < summarize(samples[b]).median;
         });
         close.resize(std::min<std::size_t>(close.size(), 2));
-        best_calls = {1e300, 1e300};
-        for (std::size_t a : close) {
-          const auto [first, all] = fastest_calls(algorithms[a], inboxes[a]);
-          best_calls = {std::min(best_calls.first, first), std::min(best_calls.second, all)};
+        automatic_first = best_calls = {1e300, 1e300};
+        for (int repeat = 0; repeat < 3; ++repeat) {
+          const auto [first, all] =
+              time_calls(Algorithm::automatic, inboxes[static_cast<std::size_t>(automatic_at - algorithms.begin())]);
+          automatic_first = {std::min(automatic_first.first, first), std::min(automatic_first.second, all)};
+          for (std::size_t a : close) {
+            const auto [best_first, best_all] = time_calls(algorithms[a], inboxes[a]);
+            best_calls = {std::min(best_calls.first, best_first), std::min(best_calls.second, best_all)};
+          }
         }
       }
       const auto report = automatic_report(automatic_comm);
