@@ -291,8 +291,8 @@ void run_sparse(const SparseOptions& options) {
       // a fresh Comm each time (setups, RMA windows, paid as automatic pays
       // them); the best among the fixed algorithms within 1.25x of the row's
       // best median (at most two), the least time at each checkpoint. Runs
-      // interleaved, the fastest of 3 each (machine noise only ever adds
-      // time, and hits both alike).
+      // interleaved, the fastest of 3 to 9 each (machine noise only ever
+      // adds time, and hits both alike).
       std::pair<double, double> automatic_first{0, 0}, best_calls{0, 0};
       const auto automatic_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic);
       if (best != SIZE_MAX && with_automatic) {
@@ -306,7 +306,12 @@ void run_sparse(const SparseOptions& options) {
         });
         close.resize(std::min<std::size_t>(close.size(), 2));
         automatic_first = best_calls = {1e300, 1e300};
-        for (int repeat = 0; repeat < 3; ++repeat) {
+        // 3 repeats, up to 9 where they take less than ~0.5 s (a short run is
+        // easily hit by one scheduler slice).
+        const int repeats = std::clamp(
+            static_cast<int>(0.5 / (static_cast<double>(regret_calls) * one_call * static_cast<double>(1 + close.size()))),
+            3, 9);
+        for (int repeat = 0; repeat < repeats; ++repeat) {
           const auto [first, all] =
               time_calls(Algorithm::automatic, inboxes[static_cast<std::size_t>(automatic_at - algorithms.begin())]);
           automatic_first = {std::min(automatic_first.first, first), std::min(automatic_first.second, all)};
@@ -395,7 +400,7 @@ void run_sparse(const SparseOptions& options) {
     if (std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end())
       std::printf("\nautomatic (learning from its own calls; cost model: %s): what it chose, how, and its regret: "
                   "its first N calls from scratch (learning included) against the first N calls of the best fixed "
-                  "algorithm in hindsight (the fastest of 3 fresh Comms each), at two N; est.: its own estimate "
+                  "algorithm in hindsight (the fastest of 3-9 fresh Comms each, interleaved), at two N; est.: its own estimate "
                   "(AutomaticClass::regret_seconds) after %zu calls; setup: its Comm's one-time setups "
                   "(AutomaticReport::setup_seconds); *: above 1.3x at N = 1000 or 1.10x at N >= 10^4\n%s",
                   model.source().c_str(), options.learn_calls, learning_table(rows).c_str());
