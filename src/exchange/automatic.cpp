@@ -16,9 +16,9 @@
 // - Recheck, never lock: a challenger is re-timed in a duel every 128 to 2048
 //   calls of its class, within a budget of 3 % of the class's time, the
 //   closest runner-up first; one that lost waits 256 calls, doubling up to
-//   8192. The last call of every steady epoch is timed too (a sentinel): an
-//   incumbent that slowed down is re-measured at once and, if confirmed, duels
-//   straight away.
+//   8192. The last three calls of every steady epoch are timed too (the
+//   sentinel, their median): an incumbent that slowed down is re-measured at
+//   once and, if confirmed, duels straight away.
 //
 // Identical on every rank by construction: decisions are taken only at epoch
 // boundaries (the same call number on every rank), from values reduced in the
@@ -66,8 +66,10 @@ constexpr double untried_slowdown = 0.5;
 /// A challenger wins a duel only when faster than the incumbent by this
 /// fraction, twice in a row (the duel and its confirmation).
 constexpr double win_margin = 0.03;
-/// A sentinel call this much slower than the incumbent's time re-measures the
-/// incumbent; a re-measurement this much slower than before starts a duel.
+/// A sentinel (the median of a steady epoch's last sentinel_calls calls) this
+/// much slower than the incumbent's time re-measures the incumbent; a
+/// re-measurement this much slower than before starts a duel.
+constexpr std::uint64_t sentinel_calls = 3;
 constexpr double sentinel_factor = 1.5, slowed_factor = 1.25;
 /// Calls of a class between rechecks: from the first, doubling while the
 /// incumbent holds, back to the first after a change.
@@ -120,14 +122,15 @@ struct AutomaticState {
   std::uint64_t steady_length = first_steady;
   Algorithm chosen = Algorithm::nbx;
   bool measuring = false;
-  bool watching = false;  // steady epoch: its last call is timed (the sentinel)
+  bool watching = false;  // steady epoch: its last sentinel_calls calls are timed (the sentinel)
   bool learned = false;
   Algorithm timing = Algorithm::automatic;  // what the current measuring epoch times
   std::uint64_t timed_calls = 0;
   std::array<double, measuring_epoch> timed{};  // this rank's time of each timed call of the epoch
   bool warming = false;  // the next timed call is the epoch's first (warm-up, setup included)
   double warm_up = 0;    // its time
-  double sentinel = 0;   // this rank's time of the steady epoch's last call
+  std::array<double, sentinel_calls> sentinel{};  // this rank's times of the steady epoch's last calls
+  std::size_t sentinel_timed = 0;
   std::size_t current = SIZE_MAX;  // class of the epoch now running
   std::string model_source;
   std::vector<ClassState> classes;
@@ -197,6 +200,14 @@ double median_time(AutomaticState& state) {
   std::nth_element(begin, middle, begin + n);
   if (n % 2) return *middle;
   return (*middle + *std::max_element(begin, middle)) / 2;
+}
+
+/// The median of this rank's sentinel calls (0 if none: all must be timed).
+double sentinel_time(const AutomaticState& state) {
+  if (state.sentinel_timed < state.sentinel.size()) return 0;
+  auto times = state.sentinel;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 /// Adds the calls of the class since the last boundary to its total: as
@@ -411,7 +422,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   if (state.calls_left > 0) {
     --state.calls_left;
     ++state.classes[state.current].report.calls;
-    return {state.chosen, state.measuring || (state.calls_left == 0 && state.watching), state.learned};
+    return {state.chosen, state.measuring || (state.watching && state.calls_left < sentinel_calls), state.learned};
   }
   // A decision: one allreduce (MAX) of the shape, the model fingerprint
   // (and its negation: they differ iff ranks disagree) and the epoch's times.
@@ -428,7 +439,7 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
                       -fingerprint,
                       state.measuring ? median_time(state) : 0,
                       state.measuring ? state.warm_up : 0,
-                      state.watching ? state.sentinel : 0};
+                      state.watching ? sentinel_time(state) : 0};
   for (std::size_t i = 0; i < send.ranks.size(); ++i) {
     if (send.ranks[i] == comm.rank()) continue;
     values[0] += 1;
@@ -497,16 +508,16 @@ AutomaticDecision choose_automatic(Comm& comm, const SendView& send, const Excha
   }
   plan_epoch(state, cls, learning, slow_sentinel);
   state.learned = cls.report.how != "model" || state.measuring;
-  state.sentinel = 0;
+  state.sentinel_timed = 0;
   --state.calls_left;  // this call is the epoch's first
   ++cls.report.calls;
-  return {state.chosen, state.measuring || (state.calls_left == 0 && state.watching), state.learned};
+  return {state.chosen, state.measuring || (state.watching && state.calls_left < sentinel_calls), state.learned};
 }
 
 void record_automatic_time(Comm& comm, double seconds) {
   auto& state = comm.cached<AutomaticState>();
   if (!state.measuring) {
-    state.sentinel = seconds * clock_skew;
+    if (state.sentinel_timed < state.sentinel.size()) state.sentinel[state.sentinel_timed++] = seconds * clock_skew;
   } else if (state.warming) {
     state.warm_up = seconds * clock_skew;
     state.warming = false;
