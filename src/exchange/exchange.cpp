@@ -10,18 +10,29 @@
 
 #include <fmt/format.h>
 
+#include <domex/exchange/automatic.hpp>
+
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <climits>
 #include <numeric>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace domex::detail {
 
 namespace {
 
+/// set_algorithm_delay_for_testing(): seconds added per algorithm on this rank.
+std::array<double, concrete_algorithms.size() + 1> algorithm_delay{};
 
 }  // namespace
+
+void set_algorithm_delay_for_testing(Algorithm algorithm, double seconds) noexcept {
+  algorithm_delay[static_cast<std::size_t>(algorithm)] = seconds;
+}
 
 void finish_store(RecvStore& into, std::size_t element_size, int rank) {
   const std::size_t count = into.sources.size();
@@ -382,6 +393,8 @@ ExchangeStats exchange_bytes(Comm& comm, const SendView& send, RecvStore& into, 
       case Algorithm::grid: run_grid(call); break;
       case Algorithm::automatic: fail("exchange", "automatic did not choose an algorithm");
     }
+    if (const double delay = algorithm_delay[static_cast<std::size_t>(stats.algorithm)]; delay > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     // automatic's choice ran another algorithm (an RMA window could not be
     // created, agreed on every rank): the epoch ends, untimed.
     const bool fell_back = options.algorithm == Algorithm::automatic && stats.algorithm != automatic.algorithm;

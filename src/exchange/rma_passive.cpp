@@ -2,16 +2,27 @@
 // rma_passive: one-sided passive target in the low-level style of ACP. Each
 // rank exposes, twice (the call parity), a mailbox: a 64-bit reservation
 // counter, P message descriptors and `rma_window_bytes` of data space (by
-// default sized to the first call's pattern, see create()). The
-// window stays under MPI_Win_lock_all for the Comm's lifetime.
+// default sized to the first call's pattern, see create(), and grown when a
+// later call's messages do not fit). The window stays under
+// MPI_Win_lock_all for the Comm's lifetime (until it grows).
 //
 // A sender reserves a descriptor slot and data space at each destination with
 // ONE MPI_Fetch_and_op on the counter (high bits count slots, low bits count
 // bytes), MPI_Puts the data and the descriptor, and flushes. A message that
 // does not fit the data space is announced by its descriptor and sent
 // point-to-point. Completion is a cheap consensus: one barrier (O(log P)),
-// after which every mailbox is complete; it is an MPI_Allreduce of one int so
-// that it also tells every rank whether one had invalid input.
+// after which every mailbox is complete; it is an MPI_Allreduce of two
+// integers so that it also tells every rank whether one had invalid input and
+// how much data space the call lacked.
+//
+// Why the window grows: sized by the first call alone, a Comm whose first
+// call sent 64 B kept a 4 KiB window for good, and every later 256 KiB
+// message went point-to-point (18.6 us per call at np 2 where a window of the
+// right size took 11.4 us). A call whose messages did not all fit now makes
+// the next call recreate the window with room for them (at least twice the
+// data space, at most 4 MiB; never where the caller fixed rma_window_bytes):
+// every rank learns it from the same allreduce, so they recreate together,
+// at most ten times per Comm.
 //
 // Why two mailboxes: a rank leaving the barrier of call n may start call n+1
 // while a slower rank still reads its call-n mailbox, but it cannot reach call
@@ -63,10 +74,10 @@ struct PassiveWindow {
   void create(Comm& comm, std::size_t data_bytes, std::size_t sending) {
     tried = true;
     if (rma_refusal(comm)) return;
+    fixed = data_bytes != 0;
     if (data_bytes == 0) {
       const auto most = comm.allreduce(static_cast<unsigned long long>(sending), MPI_MAX);
-      data_bytes = std::clamp<std::size_t>(std::bit_ceil(2 * static_cast<std::size_t>(most)), std::size_t{4} << 10,
-                                           std::size_t{4} << 20);
+      data_bytes = automatic_size(2 * static_cast<std::size_t>(most));
     }
     if (data_bytes > static_cast<std::size_t>(INT_MAX))
       fail("exchange(rma_passive)", fmt::format("rma_window_bytes {} exceeds INT_MAX", data_bytes));
@@ -81,6 +92,25 @@ struct PassiveWindow {
     check_mpi(MPI_Barrier(comm.get()), "MPI_Barrier");
   }
 
+  /// A data space of at least `bytes` as the automatic sizing gives it: a
+  /// power of two from 4 KiB to 4 MiB.
+  static std::size_t automatic_size(std::size_t bytes) {
+    return std::clamp<std::size_t>(std::bit_ceil(std::max<std::size_t>(bytes, 1)), std::size_t{4} << 10,
+                                   largest_automatic);
+  }
+
+  /// Collective (every rank learnt `bytes` from the same allreduce): frees
+  /// the window and creates one with `bytes` of data space. Both mailboxes
+  /// are empty: every rank left the previous call's consensus, and
+  /// MPI_Win_free waits for every rank, so none still reads the old one.
+  void grow(Comm& comm, std::size_t bytes) {
+    check_mpi(MPI_Win_unlock_all(window), "MPI_Win_unlock_all");
+    check_mpi(MPI_Win_free(&window), "MPI_Win_free");
+    window = MPI_WIN_NULL;
+    create(comm, bytes, 0);
+    fixed = false;
+  }
+
   [[nodiscard]] MPI_Aint counter_at(int parity) const { return static_cast<MPI_Aint>(parity * mailbox_bytes); }
   [[nodiscard]] MPI_Aint descriptor_at(int parity, std::uint64_t slot) const {
     return counter_at(parity) + static_cast<MPI_Aint>(sizeof(std::uint64_t) + slot * sizeof(Descriptor));
@@ -90,8 +120,12 @@ struct PassiveWindow {
            static_cast<MPI_Aint>(sizeof(std::uint64_t) + ranks * sizeof(Descriptor) + offset);
   }
 
+  static constexpr std::size_t largest_automatic = std::size_t{4} << 20;
+
   MPI_Win window = MPI_WIN_NULL;
   bool tried = false;  ///< create() ran: a null window now means "not offered"
+  bool fixed = false;  ///< the caller chose the size (rma_window_bytes): it never grows
+  std::size_t grow_to = 0;  ///< data space the next call recreates the window with (0: keep it)
   std::vector<std::byte> memory;
   std::size_t capacity = 0;
   std::size_t ranks = 0;
@@ -111,6 +145,8 @@ void run_rma_passive(Call& call) {
     for (std::size_t i = 0; i < call.send.ranks.size(); ++i) sending += call.to_self(i) ? 0 : call.bytes(i);
     state.create(call.comm, call.rma_window_bytes, sending);
   }
+  if (state.window != MPI_WIN_NULL && state.grow_to > state.capacity) state.grow(call.comm, state.grow_to);
+  state.grow_to = 0;
   if (state.window == MPI_WIN_NULL) {
     call.stats.algorithm = two_sided_fallback(Algorithm::rma_passive);
     return run_nbx(call);
@@ -136,6 +172,7 @@ void run_rma_passive(Call& call) {
 
   // 2. Put data that fits and every descriptor; send the rest.
   state.outgoing.resize(count);
+  std::size_t lacking = 0, sending = 0;  // data space a message that did not fit needed; bytes sent
   for (std::size_t i = 0; i < count; ++i) {
     if (call.to_self(i)) continue;
     const std::size_t bytes = call.bytes(i);
@@ -151,7 +188,9 @@ void run_rma_passive(Call& call) {
     check_mpi(MPI_Put(&state.outgoing[i], sizeof(Descriptor), MPI_BYTE, destination,
                       state.descriptor_at(parity, slot), sizeof(Descriptor), MPI_BYTE, state.window),
               "MPI_Put");
+    sending += bytes;
     if (!fits) {
+      lacking = std::max(lacking, static_cast<std::size_t>(offset) + (bytes + 7) / 8 * 8);
       for (std::size_t piece = 0, pieces = piece_count(bytes, call.piece); piece < pieces; ++piece) {
         const std::size_t begin = piece * call.piece;
         MPI_Request request;
@@ -167,11 +206,17 @@ void run_rma_passive(Call& call) {
   check_mpi(MPI_Win_flush_all(state.window), "MPI_Win_flush_all");
 
   // 3. Consensus: after the barrier every put to every mailbox is complete.
-  //    The barrier is an allreduce of the failure flag (same synchronisation).
-  const int failed_here = call.failed_here ? 1 : 0;
-  int failed_anywhere = 0;
-  check_mpi(MPI_Allreduce(&failed_here, &failed_anywhere, 1, MPI_INT, MPI_MAX, call.comm.get()), "MPI_Allreduce");
-  call.failed_somewhere = failed_anywhere != 0;
+  //    The barrier is an allreduce of the failure flag (same synchronisation)
+  //    and of the data space wanted: what a message that did not fit needed,
+  //    or twice what this rank sends (the first call's sizing).
+  unsigned long long consensus[2] = {call.failed_here ? 1ULL : 0ULL, 0};
+  if (lacking && !state.fixed && state.capacity < PassiveWindow::largest_automatic)
+    consensus[1] = std::max(lacking, 2 * sending);
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, consensus, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, call.comm.get()),
+            "MPI_Allreduce");
+  call.failed_somewhere = consensus[0] != 0;
+  if (consensus[1] && !call.failed_somewhere)
+    state.grow_to = PassiveWindow::automatic_size(std::max<std::size_t>(consensus[1], 2 * state.capacity));
 
   // 4. Read this rank's mailbox (through MPI, correct in either memory model).
   std::uint64_t counter = 0;

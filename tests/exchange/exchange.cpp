@@ -368,19 +368,25 @@ TEST(Exchange, RmaPassiveSendsWhatDoesNotFitItsWindowPointToPoint) {
   }
 }
 
-TEST(Exchange, RmaPassiveWindowSizedByTheFirstCallCarriesLargerLaterCalls) {
+TEST(Exchange, RmaPassiveWindowSizedByTheFirstCallGrowsForLargerLaterCalls) {
   // Default window: sized to the first call's pattern (here a few bytes, so
-  // 4 KiB); later calls of 64 KiB per message do not fit and still arrive.
+  // 4 KiB); a later call of 192 KiB per message does not fit (it travels
+  // point-to-point) and makes the next call recreate the window larger, on
+  // every rank at once, with other algorithms' calls in between; up to
+  // 4 MiB, beyond which messages go point-to-point again.
   domex::Comm comm{MPI_COMM_WORLD};
-  for (std::size_t elements : {std::size_t{1}, std::size_t{8192}, std::size_t{3}, std::size_t{8192}}) {
+  for (std::size_t elements : {std::size_t{1}, std::size_t{8192}, std::size_t{3}, std::size_t{8192}, std::size_t{8192},
+                               std::size_t{40000}, std::size_t{0}, std::size_t{40000}, std::size_t{2}}) {
     const Pattern pattern = [elements](int rank, int size) {
       std::vector<std::pair<int, std::size_t>> messages;
       for (int d = 0; d < size; ++d) messages.emplace_back(d, elements + static_cast<std::size_t>((rank + d) % 3));
       return messages;
     };
-    const auto inbox =
-        domex::exchange(comm, outbox_of(pattern, comm.rank(), comm.size()), {.algorithm = Algorithm::rma_passive});
+    const auto outbox = outbox_of(pattern, comm.rank(), comm.size());
+    const auto inbox = domex::exchange(comm, outbox, {.algorithm = Algorithm::rma_passive});
     expect_inbox(inbox, pattern, comm.rank(), comm.size(), "rma_passive, default window");
+    const auto between = domex::exchange(comm, outbox, {.algorithm = Algorithm::nbx});
+    expect_inbox(between, pattern, comm.rank(), comm.size(), "nbx between rma_passive calls");
   }
 }
 

@@ -50,9 +50,12 @@ struct ExchangeOptions {
   /// different models get a domex::Error, never different algorithms).
   const CostModel* cost_model = nullptr;
   /// Bytes of receive space per rank in the rma_passive window (per call
-  /// parity); messages that do not fit are sent point-to-point. 0 means
-  /// twice the most bytes any rank sends in the first rma_passive call on
-  /// the Comm, as a power of two from 4 KiB to 4 MiB. Fixed by that call.
+  /// parity); messages that do not fit are sent point-to-point. Fixed by the
+  /// first rma_passive call on the Comm. 0 means automatic: twice the most
+  /// bytes any rank sends in that call, as a power of two from 4 KiB to
+  /// 4 MiB, grown (collectively, at the next rma_passive call) whenever a
+  /// call's messages did not fit, so a Comm whose first call was small is
+  /// not slow for good (named or through automatic: the same window).
   std::size_t rma_window_bytes = 0;
   /// Algorithm::automatic: learn from measured calls (default) or not. Must
   /// be the same on every rank (checked).

@@ -34,6 +34,15 @@ struct AutomaticClass {
     return none;
   }();
   std::uint64_t calls = 0;  ///< calls of this class so far
+  /// Estimated seconds all calls of this class took (the slowest rank), as of
+  /// the last epoch boundary: the measuring epochs as measured, the calls
+  /// between them at the chosen algorithm's measured time per call. One-time
+  /// setups are not in it (AutomaticReport::setup_seconds).
+  double seconds_total = 0;
+  /// Estimated regret: how much seconds_total exceeds the same calls at the
+  /// fastest measured time per call (the best fixed algorithm in hindsight,
+  /// as far as measured), i.e. what learning and rechecking cost the class.
+  double regret_seconds = 0;
 };
 
 /// An algorithm automatic does not run on a Comm, and why: the one-sided
@@ -51,6 +60,11 @@ struct AutomaticReport {
   std::string model_source;  ///< "built-in" or the cost-model file
   std::vector<AutomaticClass> classes;
   std::vector<ExcludedAlgorithm> excluded;
+  /// One-time setup automatic paid on this Comm: what the first call of each
+  /// algorithm took beyond its measured time per call (an RMA window, the
+  /// grid's communicators). Charged to the Comm, whose per-Comm state every
+  /// class reuses, not to the class that happened to try it first.
+  double setup_seconds = 0;
 };
 [[nodiscard]] AutomaticReport automatic_report(const Comm& comm);
 
@@ -65,6 +79,10 @@ namespace detail {
 /// For tests: multiplies every time automatic measures on this rank (a
 /// skewed clock). 1 restores it.
 void set_clock_skew_for_testing(double factor) noexcept;
+/// For tests: every exchange on this rank that runs `algorithm` (named or
+/// chosen by automatic) sleeps `seconds` more, inside automatic's timing (an
+/// algorithm made slow on one rank). 0 restores it.
+void set_algorithm_delay_for_testing(Algorithm algorithm, double seconds) noexcept;
 }  // namespace detail
 
 }  // namespace domex
