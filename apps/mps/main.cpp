@@ -119,9 +119,13 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const domex::Provenance where = domex::provenance(comm);  // collective
   if (writing) image();                                     // collective; also when the run had nothing left to do
   // The last step's count partners of every rank, for the count exchange's
-  // replay under SimGrid (sim/counts.cpp --partners).
-  const auto partner_lengths = comm.allgatherv(std::span<const int>(std::array{static_cast<int>(solver.count_partners().size())}));
-  const auto partner_lists = comm.allgatherv(std::span<const int>(solver.count_partners()));
+  // replay under SimGrid (sim/counts.cpp --partners): written with the outputs.
+  std::vector<int> partner_lengths, partner_lists;
+  if (writing) {
+    const std::vector<int> partners = solver.count_partners();
+    partner_lengths = comm.allgather(static_cast<int>(partners.size()));
+    partner_lists = comm.allgatherv(std::span<const int>(partners));
+  }
   if (!root) return;
 
   const long ran = std::max(1L, solver.steps() - first_step);

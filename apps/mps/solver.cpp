@@ -344,8 +344,6 @@ void Solver::exchange_counts() {
   const double seconds = MPI_Wtime() - start;
   profile_.add("count exchange", seconds);
   count_samples_.push_back({seconds, static_cast<int>(to.size())});
-  count_partners_ = to;
-  std::sort(count_partners_.begin(), count_partners_.end());
   // What arrived must be what the ghost plan receives from each rank.
   const auto sources = ghosts_->sources();
   const auto source_offsets = ghosts_->source_offsets();
@@ -354,6 +352,14 @@ void Solver::exchange_counts() {
     if (sources[s] != rank) expected[static_cast<std::size_t>(sources[s])] = source_offsets[s + 1] - source_offsets[s];
   agree(comm_, "count exchange",
         received == expected ? std::string() : std::string("the counts received differ from the ghost plan's"));
+}
+
+std::vector<int> Solver::count_partners() const {
+  std::vector<int> partners;
+  if (ghosts_)
+    for (int rank : ghosts_->destinations())  // ascending
+      if (rank != comm_.rank()) partners.push_back(rank);
+  return partners;
 }
 
 void Solver::explicit_step() {

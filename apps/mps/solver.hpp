@@ -116,8 +116,9 @@ class Solver {
   [[nodiscard]] double last_cg_residual() const noexcept { return last_cg_residual_; }
   /// This rank's count-exchange samples, one per step of this run.
   [[nodiscard]] const std::vector<CountExchangeSample>& count_exchange() const noexcept { return count_samples_; }
-  /// The ranks this rank sent counts to at the last step, ascending.
-  [[nodiscard]] const std::vector<int>& count_partners() const noexcept { return count_partners_; }
+  /// The ranks this rank sent counts to at the last step (its ghost plan's
+  /// destinations but itself), ascending; none before the first step.
+  [[nodiscard]] std::vector<int> count_partners() const;
 
  private:
   void rebalance_and_migrate();
@@ -157,7 +158,6 @@ class Solver {
   long last_cg_iterations_ = 0, total_cg_iterations_ = 0, solved_steps_ = 0;
   double last_cg_residual_ = 0;
   std::vector<CountExchangeSample> count_samples_;
-  std::vector<int> count_partners_;
   struct Window;  // MPI_Put count exchange
   std::unique_ptr<Window> window_;
 };
