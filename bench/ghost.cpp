@@ -19,6 +19,7 @@
 #include "results.hpp"
 #include "timing.hpp"
 
+#include <domex/comm/pages.hpp>
 #include <domex/ghost/ghost.hpp>
 #include <domex/migrate/migrate.hpp>
 
@@ -28,7 +29,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,6 +43,7 @@ struct GhostBenchOptions {
   std::vector<std::size_t> particles{100000};  ///< per rank
   std::vector<double> cutoffs{0.1, 0.5, 1.0};  ///< in units of a domain's smallest width
   std::string distribution = "uniform";
+  std::string order = "random";
   int updates = 50;  ///< timed calls per repeat
   int repeats = 3;   ///< best of
   bool md = false;
@@ -173,7 +177,8 @@ class Alltoallv {
 };
 
 /// (c) The bound: a memcpy of the bytes sent, then the same messages with
-/// persistent requests from contiguous buffers (no packing, no unpacking).
+/// persistent requests from contiguous buffers (no packing, no unpacking),
+/// sent from huge pages as GhostPlan's are.
 class Bound {
  public:
   Bound(const Comm& comm, const GhostPlan& plan, std::size_t record) : plan_(plan), record_(record) {
@@ -215,7 +220,8 @@ class Bound {
  private:
   const GhostPlan& plan_;
   std::size_t record_;
-  std::vector<std::byte> source_, packed_, received_;
+  std::vector<std::byte> source_, received_;
+  detail::PageBuffer packed_;  // as GhostPlan's: huge pages where offered
   std::vector<MPI_Request> requests_;
 };
 
@@ -232,6 +238,24 @@ double per_call(const Comm& comm, int repeats, int calls, Operation&& operation)
   return best;
 }
 
+/// per_call() for several operations, their blocks of `calls` calls taken
+/// in turn (round r: a block of each), so that every operation is measured
+/// with warm caches and all of them across the same stretch of time (this
+/// machine's speed drifts by up to 2x between seconds): the best of
+/// `repeats` blocks of each one's median.
+std::vector<double> per_call_interleaved(const Comm& comm, int repeats, int calls,
+                                         const std::vector<std::function<void()>>& operations) {
+  std::vector<double> best(operations.size(), 1e300);
+  for (int r = 0; r < repeats; ++r)
+    for (std::size_t o = 0; o < operations.size(); ++o) {
+      operations[o]();  // warm-up: persistent requests, buffers, caches
+      std::vector<double> samples;
+      for (int c = 0; c < calls; ++c) samples.push_back(time_collective(comm, operations[o]));
+      best[o] = std::min(best[o], summarize(samples).median);
+    }
+  return best;
+}
+
 std::vector<Point> particles_in(const Box& box, std::size_t count, const std::string& distribution, std::uint64_t seed) {
   std::mt19937_64 random(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -243,6 +267,18 @@ std::vector<Point> particles_in(const Box& box, std::size_t count, const std::st
       p[a] = box.lo[a] + t * box.extent(a);
     }
   return x;
+}
+
+/// Orders the particles as MD and SPH codes keep them for locality: by
+/// cell of a 32^3 grid over the box, z slowest.
+void sort_by_cells(const Box& box, std::vector<Point>& x) {
+  auto cell = [&](const Point& p) {
+    long key = 0;
+    for (int a = 2; a >= 0; --a)
+      key = key * 32 + std::clamp(static_cast<long>((p[a] - box.lo[a]) / box.extent(a) * 32), 0L, 31L);
+    return key;
+  };
+  std::stable_sort(x.begin(), x.end(), [&](const Point& p, const Point& q) { return cell(p) < cell(q); });
 }
 
 struct Row {
@@ -272,23 +308,26 @@ Row measure(const Comm& user, const GhostBenchOptions& options, const std::strin
                          [&] { plan.rebuild(grid.decomposition, std::span<const Point>(owned)); });
   x.resize(plan.size());
   std::vector<Point> force(plan.size(), Point{1, 2, 3});
-  row.update = per_call(comm, options.repeats, options.updates, [&] { plan.update(shifted(x)); });
-  row.reverse = per_call(comm, options.repeats, options.updates, [&] { plan.reverse_sum(force); });
-  {
-    Alltoallv baseline(comm, plan);
-    row.alltoallv = per_call(comm, options.repeats, options.updates, [&] { baseline.update(x); });
-  }
-  {
-    Bound bound(comm, plan, sizeof(Point));
-    row.bound = per_call(comm, options.repeats, options.updates, [&] { bound.update(); });
-  }
+  Alltoallv baseline(comm, plan);
+  Bound bound(comm, plan, sizeof(Point));
   // The staged exchange reaches one neighbour per direction: cutoffs up to one width.
-  if (row.cutoff_widths <= 1.0) {
-    std::vector<Point> staged_x(owned);
-    Staged staged(comm, grid, staged_x, local, cutoff);
-    row.staged_ghosts = staged.ghosts();
-    row.staged = per_call(comm, options.repeats, options.updates, [&] { staged.update(staged_x, local); });
+  const bool with_staged = row.cutoff_widths <= 1.0;
+  std::vector<Point> staged_x(owned);
+  std::optional<Staged> staged;
+  if (with_staged) {
+    staged.emplace(comm, grid, staged_x, local, cutoff);
+    row.staged_ghosts = staged->ghosts();
   }
+  // Blocks in turn, so that the ratios compare calls made in the same stretch of time.
+  std::vector<std::function<void()>> operations{[&] { plan.update(shifted(x)); }, [&] { plan.reverse_sum(force); },
+                                                [&] { baseline.update(x); }, [&] { bound.update(); }};
+  if (with_staged) operations.push_back([&] { staged->update(staged_x, local); });
+  const std::vector<double> best = per_call_interleaved(comm, options.repeats, options.updates, operations);
+  row.update = best[0];
+  row.reverse = best[1];
+  row.alltoallv = best[2];
+  row.bound = best[3];
+  if (with_staged) row.staged = best[4];
   return row;
 }
 
@@ -324,7 +363,9 @@ void run_ghost(const GhostBenchOptions& options) {
       for (int a = 0; a < 3; ++a) width = std::min(width, side / grid.dims[a]);
       const double cutoff = std::min(factor * width, side / 2);
       auto x = particles_in(box, n, options.distribution, 17 + static_cast<std::uint64_t>(comm.rank()));
-      rows.push_back(measure(comm, options, options.distribution, grid, std::move(x), cutoff, width));
+      if (options.order == "cells") sort_by_cells(box, x);
+      rows.push_back(measure(comm, options, options.distribution + (options.order == "cells" ? "/cells" : ""), grid,
+                             std::move(x), cutoff, width));
     }
   if (options.md) {
     // LAMMPS bench/in.lj: fcc, density 0.8442 (lattice constant (4 / 0.8442)^(1/3)), ~1e5 atoms per rank.
@@ -390,6 +431,10 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--cutoffs", options->cutoffs, "cutoffs in domain widths (one row each)")->capture_default_str();
   command->add_option("--distribution", options->distribution, "uniform or clustered")
       ->check(CLI::IsMember({"uniform", "clustered"}))
+      ->capture_default_str();
+  command->add_option("--order", options->order,
+                      "owned particles in random order, or sorted by cell as MD codes keep them")
+      ->check(CLI::IsMember({"random", "cells"}))
       ->capture_default_str();
   command->add_option("--updates", options->updates, "timed calls per repeat")->check(CLI::Range(1, 1000000))
       ->capture_default_str();

@@ -5,6 +5,7 @@
 // build, then persistent point-to-point messages for every update and
 // reverse sum.
 #include <domex/comm/collective.hpp>
+#include <domex/comm/pages.hpp>
 #include <domex/exchange/exchange.hpp>
 #include <domex/ghost/ghost.hpp>
 
@@ -302,6 +303,14 @@ struct GhostPlan::State {
   std::vector<std::size_t> send_indices;
   std::vector<Point> send_shifts;
   std::vector<std::size_t> shifted;          ///< the copies (positions in send_indices) with a non-zero shift
+  /// What update() reads, compact (an update is bound by the bytes it reads):
+  /// send_indices in 32 bits (empty when a rank owns 2^32 particles or more)
+  /// and each copy's shift as its image's code into `code_shifts` (empty
+  /// when a position was wrapped into the periodic box: its shift includes
+  /// the wrap).
+  std::vector<std::uint32_t> compact_indices;
+  std::vector<std::uint8_t> shift_codes;
+  std::vector<Point> code_shifts;
   GhostStats stats;
 
   /// What the search found: a copy of owned particle `index` for `rank`, image `image`.
@@ -316,29 +325,31 @@ struct GhostPlan::State {
     std::vector<Entry> entries;
     std::vector<std::size_t> indices;
     std::vector<Point> shifts, positions, ghosts;
+    std::vector<std::uint32_t> compact_indices;
+    std::vector<std::uint8_t> shift_codes;
   } scratch;
 
   /// Persistent messages of one direction and set of fields, kept while the
   /// plan lives (an application alternates a few: positions forward, forces
   /// back, the same arrays every step). The owner side (owned values going
-  /// out, or sums coming back) is packed in a buffer; the ghost side is sent
-  /// or received straight from or into the fields' ghost entries (one derived
+  /// out, or sums coming back) is packed in a buffer; forward, the ghost
+  /// side is received straight into the fields' ghost entries (one derived
   /// datatype per message over the fields' blocks: no unpacking), unless a
-  /// message exceeds 1 GiB, when it is buffered too.
+  /// message exceeds 1 GiB; reverse, it is packed to go out from huge pages.
   struct Channel {
     bool reverse = false;
     std::size_t record = 0;
     std::vector<std::pair<const std::byte*, std::size_t>> fields;  ///< direct: data and element size; empty: buffered
-    std::vector<std::byte> owner_side, ghost_side;
+    detail::PageBuffer owner_side, ghost_side;
     std::vector<MPI_Request> sends, receives;
     std::vector<MPI_Datatype> types;
   };
   std::vector<Channel> channels;
   int active = -1;  ///< channel of the operation in flight
   std::vector<detail::GhostFieldView> active_fields;
-  std::vector<std::byte> self;  ///< reverse: this rank's own images, field-major
 
   ~State() { free_channels(); }
+
   static void free_channel(Channel& channel) noexcept {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -410,7 +421,10 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
   for (std::size_t s = 0; s + 1 < source_offsets.size(); ++s)
     largest = std::max(largest, (source_offsets[s + 1] - source_offsets[s]) * record);
   std::vector<std::pair<const std::byte*, std::size_t>> key;
-  if (largest <= direct_limit)
+  // Forward messages arrive straight in the ghost entries; reverse ones are
+  // packed (a contiguous copy) to go out from huge pages, which Open MPI's
+  // single-copy path reads twice as fast as a field's 4 KiB pages.
+  if (largest <= direct_limit && !reverse)
     for (const auto& field : fields) key.emplace_back(field.data, field.element_size);
   for (std::size_t c = 0; c < channels.size(); ++c)
     if (channels[c].reverse == reverse && channels[c].record == record && channels[c].fields == key)
@@ -501,53 +515,91 @@ void GhostPlan::State::agree_on(std::string_view call, const std::string& proble
 
 namespace {
 
+/// One destination's copies, as update() reads them: indices (32-bit when
+/// `compact` is not empty) and shifts (as image codes into `code_shifts`
+/// when `codes` is not empty); `shifted` lists the copies with a non-zero
+/// shift, as positions in the whole send list, which starts this one at
+/// position `first`.
+struct Copies {
+  std::span<const std::size_t> indices;
+  std::span<const std::uint32_t> compact;
+  std::span<const Point> shifts;
+  std::span<const std::uint8_t> codes;
+  std::span<const Point> code_shifts;
+  std::span<const std::size_t> shifted;
+  std::size_t first = 0;
+
+  std::size_t size() const noexcept { return indices.size(); }
+  const Point& shift(std::size_t k) const noexcept { return codes.empty() ? shifts[k] : code_shifts[codes[k]]; }
+  /// Calls body(indices) with the 32-bit indices where there are, else the 64-bit ones.
+  template <class Body>
+  void with_indices(Body&& body) const {
+    if (compact.empty()) body(indices);
+    else body(compact);
+  }
+};
+
 /// Copies the elements data[indices[k]] into out[k], adding the image shift
-/// to the Point at `shift_at` (when >= 0) of the copies listed in `shifted`
-/// (positions in the whole send list, ascending; `indices` starts at
-/// position `first`). A pure Point field gets the copy and the shift in one
-/// pass.
-void gather(const detail::GhostFieldView& field, std::span<const std::size_t> indices, std::span<const Point> shifts,
-            std::span<const std::size_t> shifted, std::size_t first, std::byte* out) {
+/// to the Point at `shift_at` (when >= 0) of the shifted copies. Scalars
+/// throughout: a Point through memory kept GCC storing it to the stack and
+/// loading it back.
+void gather(const detail::GhostFieldView& field, const Copies& copies, std::byte* out) {
   const std::size_t size = field.element_size;
   const std::byte* data = field.data;
-  if (field.shift_at < 0) shifted = {};
-  const auto from_shifted = std::lower_bound(shifted.begin(), shifted.end(), first);
-  const auto to_shifted = std::lower_bound(from_shifted, shifted.end(), first + indices.size());
-  // Mostly shifted (a rank's own images): copy and shift in one pass;
-  // otherwise copy, then shift the few.
+  std::span<const std::size_t> shifted = field.shift_at < 0 ? std::span<const std::size_t>{} : copies.shifted;
+  const auto from_shifted = std::lower_bound(shifted.begin(), shifted.end(), copies.first);
+  const auto to_shifted = std::lower_bound(from_shifted, shifted.end(), copies.first + copies.size());
+  auto store = [](std::byte* to, double x, double y, double z) {  // `to` may be unaligned
+    std::memcpy(to, &x, 8);
+    std::memcpy(to + 8, &y, 8);
+    std::memcpy(to + 16, &z, 8);
+  };
+  // One pass for a pure Point field where the shifts are coded (a table
+  // add per copy) or mostly non-zero; else a copy, then the few shifted.
   if (field.shift_at == 0 && size == sizeof(Point) &&
-      2 * static_cast<std::size_t>(to_shifted - from_shifted) > indices.size()) {
-    const auto* from = reinterpret_cast<const Point*>(data);
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      Point p = from[indices[k]];
-      for (int a = 0; a < 3; ++a) p[a] += shifts[k][a];
-      std::memcpy(out + k * sizeof(Point), &p, sizeof(Point));
-    }
+      (!copies.codes.empty() || 2 * static_cast<std::size_t>(to_shifted - from_shifted) > copies.size())) {
+    const auto* from = reinterpret_cast<const double*>(data);
+    copies.with_indices([&](auto indices) {
+      if (!copies.codes.empty()) {
+        const std::uint8_t* codes = copies.codes.data();
+        const Point* table = copies.code_shifts.data();
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+          const double* p = from + 3 * static_cast<std::size_t>(indices[k]);
+          const Point& s = table[codes[k]];
+          store(out + k * sizeof(Point), p[0] + s[0], p[1] + s[1], p[2] + s[2]);
+        }
+      } else {
+        for (std::size_t k = 0; k < indices.size(); ++k) {
+          const double* p = from + 3 * static_cast<std::size_t>(indices[k]);
+          const Point& s = copies.shifts[k];
+          store(out + k * sizeof(Point), p[0] + s[0], p[1] + s[1], p[2] + s[2]);
+        }
+      }
+    });
     return;
   }
-  switch (size) {  // fixed sizes compile to moves
-    case 4:
-      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 4, data + indices[k] * 4, 4);
-      break;
-    case 8:
-      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 8, data + indices[k] * 8, 8);
-      break;
-    case 16:
-      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 16, data + indices[k] * 16, 16);
-      break;
-    case 24:
-      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * 24, data + indices[k] * 24, 24);
-      break;
-    default:
-      for (std::size_t k = 0; k < indices.size(); ++k) std::memcpy(out + k * size, data + indices[k] * size, size);
-  }
+  copies.with_indices([&](auto indices) {
+    auto copy = [&]<std::size_t Size>(std::integral_constant<std::size_t, Size>) {  // fixed sizes compile to moves
+      for (std::size_t k = 0; k < indices.size(); ++k)
+        std::memcpy(out + k * Size, data + static_cast<std::size_t>(indices[k]) * Size, Size);
+    };
+    switch (size) {
+      case 4: copy(std::integral_constant<std::size_t, 4>{}); break;
+      case 8: copy(std::integral_constant<std::size_t, 8>{}); break;
+      case 16: copy(std::integral_constant<std::size_t, 16>{}); break;
+      case 24: copy(std::integral_constant<std::size_t, 24>{}); break;
+      default:
+        for (std::size_t k = 0; k < indices.size(); ++k)
+          std::memcpy(out + k * size, data + static_cast<std::size_t>(indices[k]) * size, size);
+    }
+  });
   for (auto at_shifted = from_shifted; at_shifted != to_shifted; ++at_shifted) {
-    const std::size_t k = *at_shifted - first;
-    Point p;
+    const std::size_t k = *at_shifted - copies.first;
     std::byte* at = out + k * size + field.shift_at;
-    std::memcpy(&p, at, sizeof(Point));
-    for (int a = 0; a < 3; ++a) p[a] += shifts[k][a];
-    std::memcpy(at, &p, sizeof(Point));
+    double p[3];
+    std::memcpy(p, at, sizeof(Point));
+    const Point& s = copies.shift(k);
+    store(at, p[0] + s[0], p[1] + s[1], p[2] + s[2]);
   }
 }
 
@@ -649,12 +701,22 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     const auto s = image_vector(image);
     for (int a = 0; a < 3; ++a) image_shift[static_cast<std::size_t>(image)][a] = s[a] * length[a];
   }
+  // update()'s compact copy of the list: 32-bit indices, and the shift as
+  // its image's code when no position was wrapped (shift = image shift).
+  const bool compact = positions.size() <= std::numeric_limits<std::uint32_t>::max();
+  const bool coded = compact && wrapped_copy.empty();
+  std::vector<std::uint32_t> next_compact = std::move(scratch.compact_indices);
+  std::vector<std::uint8_t> next_codes = std::move(scratch.shift_codes);
+  next_compact.resize(compact ? entries.size() : 0);
+  next_codes.resize(coded ? entries.size() : 0);
   for (const Entry& entry : entries) {
     const std::size_t at = count[static_cast<std::size_t>(entry.rank)]++;
     const Point& shift = image_shift[static_cast<std::size_t>(entry.image)];
     const Point& p = positions[entry.index];
     const Point& w = wrapped[entry.index];
     next_indices[at] = entry.index;
+    if (compact) next_compact[at] = static_cast<std::uint32_t>(entry.index);
+    if (coded) next_codes[at] = static_cast<std::uint8_t>(entry.image);
     for (int a = 0; a < 3; ++a) {
       next_shifts[at][a] = (w[a] - p[a]) + shift[a];
       shifted_positions[at][a] = w[a] + shift[a];
@@ -709,6 +771,11 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   shifted.clear();
   for (std::size_t k = 0; k < send_shifts.size(); ++k)
     if (send_shifts[k] != Point{0, 0, 0}) shifted.push_back(k);
+  std::swap(compact_indices, next_compact);
+  std::swap(shift_codes, next_codes);
+  scratch.compact_indices = std::move(next_compact);
+  scratch.shift_codes = std::move(next_codes);
+  code_shifts.assign(image_shift.begin(), image_shift.end());
   stats = {};
   stats.local = local;
   stats.ghosts = ghost_positions.size();
@@ -878,9 +945,17 @@ void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
   auto& channel = state.channels[static_cast<std::size_t>(c)];
   const std::size_t record = channel.record;
   const int me = state.rank();
-  const std::span<const std::size_t> indices(state.send_indices);
-  const std::span<const Point> shifts(state.send_shifts);
-  const std::span<const std::size_t> shifted(state.shifted);
+  auto copies = [&](std::size_t m) {
+    const std::size_t begin = state.destination_offsets[m], count = state.destination_offsets[m + 1] - begin;
+    auto part = [&](const auto& all) { return all.empty() ? std::span(all) : std::span(all).subspan(begin, count); };
+    return Copies{.indices = part(state.send_indices),
+                  .compact = part(state.compact_indices),
+                  .shifts = part(state.send_shifts),
+                  .codes = part(state.shift_codes),
+                  .code_shifts = state.code_shifts,
+                  .shifted = state.shifted,
+                  .first = begin};
+  };
   start(channel.receives);
   // The messages first, so that they travel while this rank copies its own
   // periodic images (straight into their ghost entries) after them.
@@ -893,19 +968,16 @@ void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
     }
     std::byte* out = channel.owner_side.data() + begin * record;
     for (const auto& field : fields) {
-      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, begin, out);
+      gather(field, copies(m), out);
       out += count * field.element_size;
     }
   }
   start(channel.sends);
   if (self < state.destinations.size()) {
-    const std::size_t begin = state.destination_offsets[self], count = state.destination_offsets[self + 1] - begin;
     const auto s = static_cast<std::size_t>(std::lower_bound(state.sources.begin(), state.sources.end(), me) -
                                             state.sources.begin());
     const std::size_t ghost = state.local + state.source_offsets[s];
-    for (const auto& field : fields)
-      gather(field, indices.subspan(begin, count), shifts.subspan(begin, count), shifted, begin,
-             field.data + ghost * field.element_size);
+    for (const auto& field : fields) gather(field, copies(self), field.data + ghost * field.element_size);
   }
   state.active = c;
   state.active_fields.assign(fields.begin(), fields.end());
@@ -952,20 +1024,15 @@ void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
   };
   // Messages first (sent straight from the ghost entries, or packed when
   // buffered), then this rank's own images while they travel.
-  std::size_t self = state.sources.size();
   for (std::size_t s = 0; s < state.sources.size(); ++s)
-    if (state.sources[s] == me) self = s;
-    else if (channel.fields.empty()) pack(s, channel.ghost_side.data() + state.source_offsets[s] * record);
+    if (state.sources[s] != me && channel.fields.empty())
+      pack(s, channel.ghost_side.data() + state.source_offsets[s] * record);
   start(channel.sends);
-  if (self < state.sources.size()) {
-    state.self.resize((state.source_offsets[self + 1] - state.source_offsets[self]) * record);
-    pack(self, state.self.data());
-  }
   state.active = c;
   state.active_fields.assign(fields.begin(), fields.end());
 }
 
-std::vector<const std::byte*> GhostPlan::finish_reverse() {
+GhostPlan::Arrived GhostPlan::finish_reverse() {
   State& state = *state_;
   if (state.active < 0 || !state.channels[static_cast<std::size_t>(state.active)].reverse)
     fail("GhostPlan::reverse_finish", "no reverse operation in flight (call reverse_begin() first)");
@@ -973,12 +1040,15 @@ std::vector<const std::byte*> GhostPlan::finish_reverse() {
   state.active = -1;
   wait(channel.receives);
   wait(channel.sends);
-  std::vector<const std::byte*> arrived(state.destinations.size());
+  Arrived arrived;
+  arrived.at.resize(state.destinations.size());
   const int me = state.rank();
   for (std::size_t m = 0; m < state.destinations.size(); ++m)
-    arrived[m] = state.destinations[m] == me
-                     ? state.self.data()
-                     : channel.owner_side.data() + state.destination_offsets[m] * channel.record;
+    if (state.destinations[m] != me)
+      arrived.at[m] = channel.owner_side.data() + state.destination_offsets[m] * channel.record;
+  const auto self = std::lower_bound(state.sources.begin(), state.sources.end(), me);
+  if (self != state.sources.end() && *self == me)
+    arrived.self_ghost = state.local + state.source_offsets[static_cast<std::size_t>(self - state.sources.begin())];
   return arrived;
 }
 

@@ -430,6 +430,36 @@ TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
                                                           [&](const Point& q) { return box_distance(q, own); }));
 }
 
+TEST(GhostPlan, UpdateShiftsPositionsGivenOutsideThePeriodicBox) {
+  // Positions a period outside the box are searched at their wrapped
+  // place: the plan, and what update() sends, equal those of the wrapped
+  // positions (to rounding: the shift carries the wrap). Inside the box,
+  // update() gives the build's ghost positions bitwise.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  domex::Multisection decomposition(comm, domain, {.periodic = {true, true, true}});
+  auto mine = make_particles(comm, domain, Layout::uniform, 700, seed + 5);
+  decomposition.rebalance(std::span<const Point>(mine.x));
+  migrate_to_owners(comm, decomposition, mine);
+  std::vector<Point> outside = mine.x;
+  for (std::size_t i = 0; i < outside.size(); i += 3) outside[i][i % 2] += i % 4 == 0 ? 1.0 : -2.0;
+  domex::GhostPlan inside_plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.2});
+  domex::GhostPlan outside_plan(comm, decomposition, std::span<const Point>(outside), {.cutoff = 0.2});
+  ASSERT_EQ(outside_plan.ghost_count(), inside_plan.ghost_count());
+  EXPECT_TRUE(std::equal(outside_plan.send_indices().begin(), outside_plan.send_indices().end(),
+                         inside_plan.send_indices().begin(), inside_plan.send_indices().end()));
+  for (domex::GhostPlan* plan : {&inside_plan, &outside_plan}) {
+    std::vector<Point> x = plan == &inside_plan ? mine.x : outside;
+    x.resize(plan->size(), Point{-7, -7, -7});
+    plan->update(domex::shifted(x));
+    for (std::size_t g = 0; g < plan->ghost_count(); ++g)
+      for (int a = 0; a < 3; ++a) {
+        if (plan == &inside_plan) EXPECT_EQ(x[plan->local_count() + g][a], inside_plan.ghost_positions()[g][a]);
+        else EXPECT_NEAR(x[plan->local_count() + g][a], inside_plan.ghost_positions()[g][a], 1e-12);
+      }
+  }
+}
+
 TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
   // Particles on a lattice in one plane (as a 2-D MPS or SPH code keeps
   // them): the search region is flat; ghosts still equal brute force.

@@ -214,8 +214,8 @@ class GhostPlan {
     reverse_finish(combine, fields...);
   }
   /// Starts a reverse operation: agrees on the fields and posts the ghost
-  /// entries to their owners (sent straight from the fields: leave the ghost
-  /// entries unchanged until reverse_finish()).
+  /// entries to their owners (leave the ghost entries unchanged until
+  /// reverse_finish(): this rank's own images are read from them there).
   template <class... Fields>
   void reverse_begin(Fields&... fields) {
     static_assert(sizeof...(Fields) > 0, "GhostPlan::reverse_begin: give at least one field");
@@ -226,13 +226,20 @@ class GhostPlan {
   /// fixed order. The same fields as reverse_begin(), in the same order.
   template <class Combine, class... Fields>
   void reverse_finish(const Combine& combine, Fields&... fields) {
-    const auto arrived = finish_reverse();  // per destination: contiguous, field-major
+    const Arrived arrived = finish_reverse();
     const auto indices = send_indices();
     const auto offsets = destination_offsets();
     for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
-      const std::byte* at = arrived[m];
       const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
-      (combine_into(combine, fields, indices.subspan(begin, count), at), ...);
+      if (const std::byte* at = arrived.at[m]) {
+        (combine_into(combine, fields, indices.subspan(begin, count), at), ...);
+      } else {  // this rank's own images, from their ghost entries
+        auto own = [&](auto& field) {
+          const auto* ghosts = reinterpret_cast<const std::byte*>(std::data(field) + arrived.self_ghost);
+          combine_into(combine, field, indices.subspan(begin, count), ghosts);
+        };
+        (own(fields), ...);
+      }
     }
   }
   /// reverse_finish() with addition.
@@ -248,15 +255,16 @@ class GhostPlan {
   /// reverse_sum(std::span<double>...) on the same fields. Errors as reverse_sum().
   void reverse_sum_doubles(std::span<const detail::GhostFieldView> fields) {
     begin_reverse(fields);
-    const auto arrived = finish_reverse();
+    const Arrived arrived = finish_reverse();
     const auto indices = send_indices();
     const auto offsets = destination_offsets();
     for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
-      const std::byte* at = arrived[m];
+      const std::byte* at = arrived.at[m];
       const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
       for (const auto& field : fields) {
         std::span<double> values(reinterpret_cast<double*>(field.data), field.elements);
-        combine_into(Plus{}, values, indices.subspan(begin, count), at);
+        const std::byte* ghosts = field.data + arrived.self_ghost * sizeof(double);
+        combine_into(Plus{}, values, indices.subspan(begin, count), at ? at : ghosts);
       }
     }
   }
@@ -297,9 +305,15 @@ class GhostPlan {
   }
   void begin_forward(std::span<const detail::GhostFieldView> fields);
   void begin_reverse(std::span<const detail::GhostFieldView> fields);
-  /// Waits for the reverse messages; one pointer per destination (self
-  /// included) to its received bytes, field-major.
-  std::vector<const std::byte*> finish_reverse();
+  /// What a reverse operation brought: per destination, a pointer to its
+  /// received bytes (contiguous, field-major), or null for this rank's own
+  /// images, whose values are in the fields' ghost entries from `self_ghost` on.
+  struct Arrived {
+    std::vector<const std::byte*> at;
+    std::size_t self_ghost = 0;
+  };
+  /// Waits for the reverse messages.
+  Arrived finish_reverse();
 
   struct State;  // src/ghost/ghost.cpp
   /// A state on `comm`'s shared ghost communicator, with this plan's tags.
