@@ -14,10 +14,11 @@ namespace domex::tree_detail {
 /// The walk's view of the global tree's cells, structure of arrays (indexed
 /// by cell, each with list_slack() readable values past the last cell):
 /// centre, the box rounded outwards to fp32, far2 = (opening length /
-/// theta)^2 rounded up (infinite or NaN: never far). The rounding is
+/// theta)^2 rounded up (infinite or NaN: never far), and the mass (for the
+/// walk's packed cell list). The rounding is
 /// conservative: a cell is never taken whole where the exact fp64 test opens it.
 struct WalkGeometry {
-  enum Array { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, arrays };
+  enum Array { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, mass, arrays };
   std::array<const double*, arrays> array;
 };
 

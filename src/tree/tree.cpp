@@ -173,6 +173,11 @@ struct ThreadBuffers {
   std::vector<std::uint32_t> epj;
   std::size_t epj_count = 0;
   std::vector<float> tx, ty, tz, ax, ay, az, sx, sy, sz, sm;
+  // The cell list packed by the walk as it takes each cell (fp32, relative
+  // to the group's origin), while the cell's centre is still in cache: the
+  // kernel's list then needs no gather of cells. `packed` says the walk did.
+  std::vector<float> cell_x, cell_y, cell_z, cell_m;
+  bool packed = false;
   std::vector<Moments> spj_moments;
   std::vector<Epj> user_epj;
   std::vector<Point> acc;
@@ -296,7 +301,9 @@ struct TreeForce::State {
   void build_let(bool build);
   void exchange_let(bool build);
   void build_global_tree(bool build);
-  void walk(const Box& targets, ThreadBuffers& b) const;
+  /// The interaction lists of a group; with `origin`, the cell list is also
+  /// packed for the fp32 kernel (b.cell_*, relative to origin).
+  void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
   void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
   void compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, std::span<Point> a,
@@ -712,6 +719,7 @@ void TreeForce::State::build_global_tree(bool build) {
   double *lo_x = column(geometry.lo_x), *lo_y = column(geometry.lo_y), *lo_z = column(geometry.lo_z);
   double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
   double* far2 = column(geometry.far2);
+  double* mass = column(geometry.mass);
   cell_xyzm.resize(4 * cells.size());
   const std::size_t cell_count = cells.size();
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -720,6 +728,7 @@ void TreeForce::State::build_global_tree(bool build) {
     WalkNode& node = walk_nodes[c];
     const Point& centre = cell.moments.centre;
     cx[c] = centre[0], cy[c] = centre[1], cz[c] = centre[2];
+    mass[c] = cell.moments.mass;
     for (int a = 0; a < 3; ++a) cell_xyzm[4 * c + a] = centre[a];
     cell_xyzm[4 * c + 3] = cell.moments.mass;
     // The box rounded outwards to fp32 and (opening / theta)^2 upwards: the
@@ -739,10 +748,26 @@ void TreeForce::State::build_global_tree(bool build) {
   }
 }
 
-void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
+void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* origin) const {
   b.epj.clear();
   b.spj.clear();
   b.epj_count = 0;
+  b.packed = origin != nullptr;
+  for (auto* v : {&b.cell_x, &b.cell_y, &b.cell_z, &b.cell_m}) v->clear();
+  const double* cx = geometry.array[geometry.cx];
+  const double* cy = geometry.array[geometry.cy];
+  const double* cz = geometry.array[geometry.cz];
+  const double* cm = geometry.array[geometry.mass];
+  const auto pack = [&](double x, double y, double z, double m) {
+    b.cell_x.push_back(static_cast<float>(x - (*origin)[0]));
+    b.cell_y.push_back(static_cast<float>(y - (*origin)[1]));
+    b.cell_z.push_back(static_cast<float>(z - (*origin)[2]));
+    b.cell_m.push_back(static_cast<float>(m));
+  };
+  const auto take_cell = [&](std::uint32_t c) {
+    b.spj.push_back(c);
+    if (origin) pack(cx[c], cy[c], cz[c], cm[c]);
+  };
   const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
     b.epj_count += end - begin;
     if (!b.epj.empty() && b.epj.back() == begin)
@@ -759,10 +784,12 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
       return;
     }
     for (std::uint32_t k = node.begin; k < node.end; ++k) {
-      if (source_pseudo[k])
+      if (source_pseudo[k]) {
         b.spj.push_back(k | pseudo_flag);
-      else
+        if (origin) pack(source_positions[k][0], source_positions[k][1], source_positions[k][2], source_masses[k]);
+      } else {
         add_range(k, k + 1);
+      }
     }
   };
   // The root, then the children of each opened cell together: far ones to
@@ -771,7 +798,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
   b.stack.clear();
   if (nodes[0].end == nodes[0].begin) return;
   if (tree_detail::far_cells(geometry, 0, 1, target, search_2))
-    b.spj.push_back(0);
+    take_cell(0);
   else if (nodes[0].child_count == 0)
     take_leaf(nodes[0]);
   else
@@ -787,7 +814,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b) const {
       const WalkNode& child = nodes[c];
       if (child.end == child.begin) continue;
       if ((far >> k) & 1)
-        b.spj.push_back(c);
+        take_cell(c);
       else if (child.child_count == 0)
         take_leaf(child);
       else
@@ -848,8 +875,15 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
   };
   const tree_detail::ListFp32 list{b.sx.data(), b.sy.data(), b.sz.data(), b.sm.data()};
   tree_detail::gather_particle_runs(source_xyzm.data(), b.epj.data(), b.epj.size() / 2, origin.data(), list);
+  if (b.packed) {  // the walk packed the cells (the same values as the gather below)
+    const std::size_t bytes = b.spj.size() * sizeof(float);
+    std::memcpy(list.x + b.epj_count, b.cell_x.data(), bytes);
+    std::memcpy(list.y + b.epj_count, b.cell_y.data(), bytes);
+    std::memcpy(list.z + b.epj_count, b.cell_z.data(), bytes);
+    std::memcpy(list.mass + b.epj_count, b.cell_m.data(), bytes);
+  }
   // Cells, runs of them at a time; LET pseudo-particles (flagged) one by one.
-  for (std::size_t j = 0; j < b.spj.size();) {
+  for (std::size_t j = 0; !b.packed && j < b.spj.size();) {
     std::size_t end = j;
     while (end < b.spj.size() && !(b.spj[end] & pseudo_flag)) ++end;
     const std::size_t slot = b.epj_count + j;
@@ -915,11 +949,14 @@ void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bo
       const auto group = static_cast<std::uint32_t>(g);
       const double t0 = omp_get_wtime();
       if (build) {
-        walk(group_boxes[group], b);
+        const Box& box = group_boxes[group];
+        const Point origin{0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
+        walk(box, b, user ? nullptr : &origin);
         if (keep_lists) list_epj[group] = b.epj, list_spj[group] = b.spj;
       } else {
         b.epj = list_epj[group];
         b.spj = list_spj[group];
+        b.packed = false;
         b.epj_count = 0;
         for (std::size_t r = 0; r < b.epj.size(); r += 2) b.epj_count += b.epj[r + 1] - b.epj[r];
       }
