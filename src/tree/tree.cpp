@@ -176,7 +176,7 @@ struct ThreadBuffers {
   // The cell list packed by the walk as it takes each cell (fp32, relative
   // to the group's origin), while the cell's centre is still in cache: the
   // kernel's list then needs no gather of cells. `packed` says the walk did.
-  std::vector<float> cell_x, cell_y, cell_z, cell_m;
+  std::vector<std::array<float, 4>> cells;  ///< x, y, z, mass per cell of spj, in spj order
   bool packed = false;
   std::vector<Moments> spj_moments;
   std::vector<Epj> user_epj;
@@ -753,20 +753,24 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
   b.spj.clear();
   b.epj_count = 0;
   b.packed = origin != nullptr;
-  for (auto* v : {&b.cell_x, &b.cell_y, &b.cell_z, &b.cell_m}) v->clear();
   const double* cx = geometry.array[geometry.cx];
   const double* cy = geometry.array[geometry.cy];
   const double* cz = geometry.array[geometry.cz];
   const double* cm = geometry.array[geometry.mass];
+  const Point at = origin ? *origin : Point{0, 0, 0};
+  // b.cells grows ahead of b.spj (its first spj.size() records are valid),
+  // doubling, so that a record is a store, not a push into four vectors.
+  const auto room = [&](std::size_t more) {
+    if (b.cells.size() < b.spj.size() + more) b.cells.resize(2 * (b.spj.size() + more));
+  };
   const auto pack = [&](double x, double y, double z, double m) {
-    b.cell_x.push_back(static_cast<float>(x - (*origin)[0]));
-    b.cell_y.push_back(static_cast<float>(y - (*origin)[1]));
-    b.cell_z.push_back(static_cast<float>(z - (*origin)[2]));
-    b.cell_m.push_back(static_cast<float>(m));
+    b.cells[b.spj.size() - 1] = {static_cast<float>(x - at[0]), static_cast<float>(y - at[1]),
+                                 static_cast<float>(z - at[2]), static_cast<float>(m)};
   };
   const auto take_cell = [&](std::uint32_t c) {
+    if (b.packed) room(1);
     b.spj.push_back(c);
-    if (origin) pack(cx[c], cy[c], cz[c], cm[c]);
+    if (b.packed) pack(cx[c], cy[c], cz[c], cm[c]);
   };
   const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
     b.epj_count += end - begin;
@@ -783,10 +787,11 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
       add_range(node.begin, node.end);
       return;
     }
+    if (b.packed) room(node.end - node.begin);
     for (std::uint32_t k = node.begin; k < node.end; ++k) {
       if (source_pseudo[k]) {
         b.spj.push_back(k | pseudo_flag);
-        if (origin) pack(source_positions[k][0], source_positions[k][1], source_positions[k][2], source_masses[k]);
+        if (b.packed) pack(source_positions[k][0], source_positions[k][1], source_positions[k][2], source_masses[k]);
       } else {
         add_range(k, k + 1);
       }
@@ -875,13 +880,12 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
   };
   const tree_detail::ListFp32 list{b.sx.data(), b.sy.data(), b.sz.data(), b.sm.data()};
   tree_detail::gather_particle_runs(source_xyzm.data(), b.epj.data(), b.epj.size() / 2, origin.data(), list);
-  if (b.packed) {  // the walk packed the cells (the same values as the gather below)
-    const std::size_t bytes = b.spj.size() * sizeof(float);
-    std::memcpy(list.x + b.epj_count, b.cell_x.data(), bytes);
-    std::memcpy(list.y + b.epj_count, b.cell_y.data(), bytes);
-    std::memcpy(list.z + b.epj_count, b.cell_z.data(), bytes);
-    std::memcpy(list.mass + b.epj_count, b.cell_m.data(), bytes);
-  }
+  if (b.packed)  // the walk packed the cells (the same values as the gather below)
+    for (std::size_t j = 0; j < b.spj.size(); ++j) {
+      const auto& cell = b.cells[j];
+      const std::size_t slot = b.epj_count + j;
+      list.x[slot] = cell[0], list.y[slot] = cell[1], list.z[slot] = cell[2], list.mass[slot] = cell[3];
+    }
   // Cells, runs of them at a time; LET pseudo-particles (flagged) one by one.
   for (std::size_t j = 0; !b.packed && j < b.spj.size();) {
     std::size_t end = j;
