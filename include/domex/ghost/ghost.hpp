@@ -269,6 +269,16 @@ class GhostPlan {
     }
   }
 
+  /// Whether T is a std::array of arithmetic values.
+  template <class T>
+  static constexpr bool arithmetic_array() {
+    if constexpr (requires { typename T::value_type; std::tuple_size<T>::value; })
+      return std::is_same_v<T, std::array<typename T::value_type, std::tuple_size<T>::value>> &&
+             std::is_arithmetic_v<typename T::value_type>;
+    else
+      return false;
+  }
+
   /// Adds b into a (arithmetic, or std::array of arithmetic).
   struct Plus {
     template <class T>
@@ -296,10 +306,30 @@ class GhostPlan {
                            const std::byte*& at) {
     using T = std::remove_pointer_t<decltype(std::data(field))>;
     T* values = std::data(field);
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      T ghost;
-      std::memcpy(&ghost, at + k * sizeof(T), sizeof(T));  // the buffer holds no T objects
-      combine(values[indices[k]], static_cast<const T&>(ghost));
+    if constexpr (std::is_same_v<Combine, Plus> && std::is_arithmetic_v<T>) {
+      for (std::size_t k = 0; k < indices.size(); ++k) {
+        T ghost;
+        std::memcpy(&ghost, at + k * sizeof(T), sizeof(T));  // the buffer holds no T objects
+        values[indices[k]] += ghost;
+      }
+    } else if constexpr (std::is_same_v<Combine, Plus> && arithmetic_array<T>()) {
+      // Component by component: a whole T copied out of the buffer stayed
+      // on the stack (GCC 12), and every add waited on its reload.
+      using E = typename T::value_type;
+      for (std::size_t k = 0; k < indices.size(); ++k) {
+        T& owner = values[indices[k]];
+        for (std::size_t c = 0; c < std::tuple_size_v<T>; ++c) {
+          E ghost;
+          std::memcpy(&ghost, at + k * sizeof(T) + c * sizeof(E), sizeof(E));
+          owner[c] += ghost;
+        }
+      }
+    } else {
+      for (std::size_t k = 0; k < indices.size(); ++k) {
+        T ghost;
+        std::memcpy(&ghost, at + k * sizeof(T), sizeof(T));  // the buffer holds no T objects
+        combine(values[indices[k]], static_cast<const T&>(ghost));
+      }
     }
     at += indices.size() * sizeof(T);
   }
