@@ -376,14 +376,23 @@ struct GhostPlan::State {
         if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
     for (auto& type : channel.types) MPI_Type_free(&type);
   }
+  /// Frees a channel's requests and types and keeps its buffers as spares
+  /// (their pages are mapped).
+  void retire(Channel& channel) noexcept {
+    free_channel(channel);
+    for (auto* buffer : {&channel.owner_side, &channel.ghost_side})
+      if (buffer->capacity() > 0 && spare.size() < 8) spare.push_back(std::move(*buffer));
+  }
   void free_channels() noexcept {
-    for (auto& channel : channels) {
-      free_channel(channel);
-      for (auto* buffer : {&channel.owner_side, &channel.ghost_side})  // kept: their pages are mapped
-        if (buffer->capacity() > 0 && spare.size() < 8) spare.push_back(std::move(*buffer));
-    }
+    for (auto& channel : channels) retire(channel);
     channels.clear();
     active = -1;
+  }
+  /// The first ghost entry of this rank's own periodic images (meaningful
+  /// only when this rank is one of its own sources).
+  [[nodiscard]] std::size_t own_ghosts() const {
+    const auto s = std::lower_bound(sources.begin(), sources.end(), rank()) - sources.begin();
+    return local + source_offsets[static_cast<std::size_t>(s)];
   }
   /// A buffer of `size` bytes, from the spares where one is left.
   detail::PageBuffer buffer(std::size_t size) {
@@ -464,9 +473,7 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
     if (channels[c].reverse == reverse && channels[c].record == record && channels[c].fields == key)
       return static_cast<int>(c);
   if (channels.size() == 4) {  // the oldest goes
-    free_channel(channels.front());
-    for (auto* buffer : {&channels.front().owner_side, &channels.front().ghost_side})
-      if (buffer->capacity() > 0 && spare.size() < 8) spare.push_back(std::move(*buffer));
+    retire(channels.front());
     channels.erase(channels.begin());
   }
   Channel& made = channels.emplace_back();
@@ -516,11 +523,8 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
       check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
       made.types.push_back(type);
     }
-    MPI_Request request = MPI_REQUEST_NULL;
-    if (reverse)
-      check_mpi(MPI_Send_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Send_init");
-    else
-      check_mpi(MPI_Recv_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Recv_init");
+    MPI_Request request = MPI_REQUEST_NULL;  // direct: forward only
+    check_mpi(MPI_Recv_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Recv_init");
     ghost_requests.push_back(request);
   }
   return static_cast<int>(channels.size()) - 1;
@@ -1011,9 +1015,7 @@ void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
   }
   start(channel.sends);
   if (self < state.destinations.size()) {
-    const auto s = static_cast<std::size_t>(std::lower_bound(state.sources.begin(), state.sources.end(), me) -
-                                            state.sources.begin());
-    const std::size_t ghost = state.local + state.source_offsets[s];
+    const std::size_t ghost = state.own_ghosts();
     for (const auto& field : fields) gather(field, copies(self), field.data + ghost * field.element_size);
   }
   state.active = c;
@@ -1059,11 +1061,10 @@ void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
       out += bytes;
     }
   };
-  // Messages first (sent straight from the ghost entries, or packed when
-  // buffered), then this rank's own images while they travel.
+  // The messages, packed to go out from huge pages; this rank's own images
+  // are added in reverse_finish() straight from their ghost entries.
   for (std::size_t s = 0; s < state.sources.size(); ++s)
-    if (state.sources[s] != me && channel.fields.empty())
-      pack(s, channel.ghost_side.data() + state.source_offsets[s] * record);
+    if (state.sources[s] != me) pack(s, channel.ghost_side.data() + state.source_offsets[s] * record);
   start(channel.sends);
   state.active = c;
   state.active_fields.assign(fields.begin(), fields.end());
@@ -1083,9 +1084,8 @@ GhostPlan::Arrived GhostPlan::finish_reverse() {
   for (std::size_t m = 0; m < state.destinations.size(); ++m)
     if (state.destinations[m] != me)
       arrived.at[m] = channel.owner_side.data() + state.destination_offsets[m] * channel.record;
-  const auto self = std::lower_bound(state.sources.begin(), state.sources.end(), me);
-  if (self != state.sources.end() && *self == me)
-    arrived.self_ghost = state.local + state.source_offsets[static_cast<std::size_t>(self - state.sources.begin())];
+    else
+      arrived.self_ghost = state.own_ghosts();
   return arrived;
 }
 

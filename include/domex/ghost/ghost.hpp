@@ -306,13 +306,7 @@ class GhostPlan {
                            const std::byte*& at) {
     using T = std::remove_pointer_t<decltype(std::data(field))>;
     T* values = std::data(field);
-    if constexpr (std::is_same_v<Combine, Plus> && std::is_arithmetic_v<T>) {
-      for (std::size_t k = 0; k < indices.size(); ++k) {
-        T ghost;
-        std::memcpy(&ghost, at + k * sizeof(T), sizeof(T));  // the buffer holds no T objects
-        values[indices[k]] += ghost;
-      }
-    } else if constexpr (std::is_same_v<Combine, Plus> && arithmetic_array<T>()) {
+    if constexpr (std::is_same_v<Combine, Plus> && arithmetic_array<T>()) {
       // Component by component: a whole T copied out of the buffer stayed
       // on the stack (GCC 12), and every add waited on its reload.
       using E = typename T::value_type;
