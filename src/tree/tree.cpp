@@ -194,6 +194,11 @@ struct WalkNode {
   std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
 };
 
+/// A group's origin for its fp32 lists: the centre of its box.
+Point centre_of(const Box& box) noexcept {
+  return {0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
+}
+
 float round_down(double v) noexcept {
   const auto f = static_cast<float>(v);
   return static_cast<double>(f) <= v ? f : std::nextafter(f, -std::numeric_limits<float>::infinity());
@@ -302,7 +307,7 @@ struct TreeForce::State {
   void exchange_let(bool build);
   void build_global_tree(bool build);
   /// The interaction lists of a group; with `origin`, the cell list is also
-  /// packed for the fp32 kernel (b.cell_*, relative to origin).
+  /// packed for the fp32 kernel (b.cells, relative to origin).
   void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
   void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
@@ -860,8 +865,7 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     return;
   }
   // fp32 relative to the centre of the group's box.
-  const Box& box = group_boxes[group];
-  const Point origin{0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
+  const Point origin = centre_of(group_boxes[group]);
   for (auto* v : {&b.tx, &b.ty, &b.tz, &b.ax, &b.ay, &b.az}) v->assign(count, 0.0f);
   for (std::size_t i = 0; i < count; ++i) {
     const Point& p = positions[begin + i];
@@ -953,9 +957,8 @@ void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bo
       const auto group = static_cast<std::uint32_t>(g);
       const double t0 = omp_get_wtime();
       if (build) {
-        const Box& box = group_boxes[group];
-        const Point origin{0.5 * (box.lo[0] + box.hi[0]), 0.5 * (box.lo[1] + box.hi[1]), 0.5 * (box.lo[2] + box.hi[2])};
-        walk(box, b, user ? nullptr : &origin);
+        const Point origin = centre_of(group_boxes[group]);  // the same as evaluate()'s
+        walk(group_boxes[group], b, user ? nullptr : &origin);
         if (keep_lists) list_epj[group] = b.epj, list_spj[group] = b.spj;
       } else {
         b.epj = list_epj[group];
