@@ -499,6 +499,57 @@ TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
   }
 }
 
+TEST(GhostPlan, LatticeOnTheSearchGridsEdgesAndAtTheCutoff) {
+  // The search decides most candidates from per-axis slots of an eighth of
+  // the cutoff (inside a piece along two axes, nearer than the cutoff along
+  // the third) without a distance test. A lattice of spacing about
+  // cutoff / 8 puts particles on the slots' edges, and about the cutoff
+  // from the domains' faces (bucket edges are lattice planes): the cutoff is
+  // 1e-12 more or less than 8 spacings, so that brute force and the plan
+  // agree on the rounding of an exact tie. Ghosts equal brute force, for
+  // boxes and for buckets.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  constexpr int side = 24;
+  const double spacing = 1.0 / side;
+  for (const double cutoff : {8 * spacing * (1 + 1e-12), 8 * spacing * (1 - 1e-12)}) {
+    for (const bool buckets : {false, true}) {
+      SCOPED_TRACE(buckets ? "buckets" : "multisection");
+      SCOPED_TRACE(cutoff);
+      Particles mine;
+      if (comm.rank() == 0)
+        for (int k = 0; k < side; ++k)
+          for (int j = 0; j < side; ++j)
+            for (int i = 0; i < side; ++i) {
+              mine.x.push_back({i * spacing, j * spacing, k * spacing});
+              mine.id.push_back((k * side + j) * side + i);
+            }
+      const std::array<bool, 3> periodic{true, true, false};
+      auto check = [&](const auto& decomposition, auto&& distance) {
+        migrate_to_owners(comm, decomposition, mine);
+        domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
+        expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, cutoff, distance));
+      };
+      if (buckets) {
+        domex::BucketDecomposition decomposition(comm, domain, {.buckets = {6, 4, 3}, .periodic = periodic});
+        decomposition.rebalance(std::span<const Point>(mine.x));
+        std::vector<Box> own;
+        for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
+        check(decomposition, [&](const Point& q) {
+          double best = std::numeric_limits<double>::infinity();
+          for (const Box& box : own) best = std::min(best, box_distance(q, box));
+          return best;
+        });
+      } else {
+        domex::Multisection decomposition(comm, domain, {.periodic = periodic});
+        decomposition.rebalance(std::span<const Point>(mine.x));
+        const Box own = decomposition.box(comm.rank());
+        check(decomposition, [&](const Point& q) { return box_distance(q, own); });
+      }
+    }
+  }
+}
+
 TEST(GhostPlan, EmptyRanksAndNoGhosts) {
   domex::Comm comm{MPI_COMM_WORLD};
   const Box domain{{0, 0, 0}, {1, 1, 1}};
