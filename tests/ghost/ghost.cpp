@@ -460,28 +460,21 @@ TEST(GhostPlan, UpdateShiftsPositionsGivenOutsideThePeriodicBox) {
   }
 }
 
-TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
-  // Particles on a lattice in one plane (as a 2-D MPS or SPH code keeps
-  // them): the search region is flat; ghosts still equal brute force.
-  domex::Comm comm{MPI_COMM_WORLD};
-  const Box domain{{0, 0, 0}, {1, 1, 0.1}};
-  for (const bool buckets : {false, true}) {
-    SCOPED_TRACE(buckets ? "buckets" : "multisection");
-    Particles mine;
-    if (comm.rank() == 0)
-      for (int j = 0; j < 40; ++j)
-        for (int i = 0; i < 40; ++i) {
-          mine.x.push_back({(i + 0.5) / 40, (j + 0.5) / 40, 0.05});
-          mine.id.push_back(j * 40 + i);
-        }
-    const std::array<bool, 3> periodic{true, false, false};
+/// Rank 0's particles `mine` moved to their owners in a bucket
+/// decomposition (`buckets` per axis) and in a multisection (`divisions`),
+/// then the plan's ghosts against brute force in each.
+void expect_lattice_ghosts(domex::Comm& comm, const Box& domain, const std::array<bool, 3>& periodic, double cutoff,
+                           const Particles& lattice, std::array<int, 3> buckets, std::array<int, 3> divisions) {
+  for (const bool use_buckets : {false, true}) {
+    SCOPED_TRACE(use_buckets ? "buckets" : "multisection");
+    Particles mine = lattice;
     auto check = [&](const auto& decomposition, auto&& distance) {
       migrate_to_owners(comm, decomposition, mine);
-      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.1234});
-      expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, 0.1234, distance));
+      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
+      expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, cutoff, distance));
     };
-    if (buckets) {
-      domex::BucketDecomposition decomposition(comm, domain, {.buckets = {10, 10, 1}, .periodic = periodic});
+    if (use_buckets) {
+      domex::BucketDecomposition decomposition(comm, domain, {.buckets = buckets, .periodic = periodic});
       decomposition.rebalance(std::span<const Point>(mine.x));
       std::vector<Box> own;
       for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
@@ -491,12 +484,27 @@ TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
         return best;
       });
     } else {
-      domex::Multisection decomposition(comm, domain, {.divisions = {0, 0, 1}, .periodic = periodic});
+      domex::Multisection decomposition(comm, domain, {.divisions = divisions, .periodic = periodic});
       decomposition.rebalance(std::span<const Point>(mine.x));
       const Box own = decomposition.box(comm.rank());
       check(decomposition, [&](const Point& q) { return box_distance(q, own); });
     }
   }
+}
+
+TEST(GhostPlan, FlatLatticeOfATwoDimensionalProblem) {
+  // Particles on a lattice in one plane (as a 2-D MPS or SPH code keeps
+  // them): the search region is flat; ghosts still equal brute force.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 0.1}};
+  Particles lattice;
+  if (comm.rank() == 0)
+    for (int j = 0; j < 40; ++j)
+      for (int i = 0; i < 40; ++i) {
+        lattice.x.push_back({(i + 0.5) / 40, (j + 0.5) / 40, 0.05});
+        lattice.id.push_back(j * 40 + i);
+      }
+  expect_lattice_ghosts(comm, domain, {true, false, false}, 0.1234, lattice, {10, 10, 1}, {0, 0, 1});
 }
 
 TEST(GhostPlan, LatticeOnTheSearchGridsEdgesAndAtTheCutoff) {
@@ -512,41 +520,17 @@ TEST(GhostPlan, LatticeOnTheSearchGridsEdgesAndAtTheCutoff) {
   const Box domain{{0, 0, 0}, {1, 1, 1}};
   constexpr int side = 24;
   const double spacing = 1.0 / side;
+  Particles lattice;
+  if (comm.rank() == 0)
+    for (int k = 0; k < side; ++k)
+      for (int j = 0; j < side; ++j)
+        for (int i = 0; i < side; ++i) {
+          lattice.x.push_back({i * spacing, j * spacing, k * spacing});
+          lattice.id.push_back((k * side + j) * side + i);
+        }
   for (const double cutoff : {8 * spacing * (1 + 1e-12), 8 * spacing * (1 - 1e-12)}) {
-    for (const bool buckets : {false, true}) {
-      SCOPED_TRACE(buckets ? "buckets" : "multisection");
-      SCOPED_TRACE(cutoff);
-      Particles mine;
-      if (comm.rank() == 0)
-        for (int k = 0; k < side; ++k)
-          for (int j = 0; j < side; ++j)
-            for (int i = 0; i < side; ++i) {
-              mine.x.push_back({i * spacing, j * spacing, k * spacing});
-              mine.id.push_back((k * side + j) * side + i);
-            }
-      const std::array<bool, 3> periodic{true, true, false};
-      auto check = [&](const auto& decomposition, auto&& distance) {
-        migrate_to_owners(comm, decomposition, mine);
-        domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
-        expect_same_ghosts(plan_ghosts(plan, mine), brute_force(comm, mine, domain, periodic, cutoff, distance));
-      };
-      if (buckets) {
-        domex::BucketDecomposition decomposition(comm, domain, {.buckets = {6, 4, 3}, .periodic = periodic});
-        decomposition.rebalance(std::span<const Point>(mine.x));
-        std::vector<Box> own;
-        for (int b : decomposition.buckets_of(comm.rank())) own.push_back(decomposition.bucket_box(b));
-        check(decomposition, [&](const Point& q) {
-          double best = std::numeric_limits<double>::infinity();
-          for (const Box& box : own) best = std::min(best, box_distance(q, box));
-          return best;
-        });
-      } else {
-        domex::Multisection decomposition(comm, domain, {.periodic = periodic});
-        decomposition.rebalance(std::span<const Point>(mine.x));
-        const Box own = decomposition.box(comm.rank());
-        check(decomposition, [&](const Point& q) { return box_distance(q, own); });
-      }
-    }
+    SCOPED_TRACE(cutoff);
+    expect_lattice_ghosts(comm, domain, {true, true, false}, cutoff, lattice, {6, 4, 3}, {0, 0, 0});
   }
 }
 
