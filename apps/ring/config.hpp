@@ -17,7 +17,7 @@ namespace domex::ring {
 struct Legacy {
   bool alltoall_exchange = false;  ///< migration by MPI_Alltoall(v) over every rank, not the neighbours
   bool alltoallv_let = false;      ///< LET by MPI_Alltoall + MPI_Alltoallv, not point to point
-  bool merge_sort = false;         ///< the parallel merge sort in the tree build, not the sample sort
+  bool merge_sort = false;         ///< the parallel merge sort in the tree build, not the radix sort
   bool bcast_decompose = false;    ///< cuts computed on rank 0 and broadcast, not on every rank
   [[nodiscard]] bool any() const noexcept { return alltoall_exchange || alltoallv_let || merge_sort || bcast_decompose; }
   friend bool operator==(const Legacy&, const Legacy&) = default;

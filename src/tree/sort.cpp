@@ -1,120 +1,139 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Parallel sample sort of (key, index) pairs over OpenMP threads.
+// Parallel radix sort of (key, index) pairs over OpenMP threads.
 
 #include <domex/tree/sort.hpp>
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace domex {
 
 namespace {
 
-/// Sorts items by (key, index): a most-significant-digit radix sort, through
-/// `buffer` (items.size() long). Each level buckets by the top `bits` bits of
-/// the bits in which its keys differ (10, then 8 per level), so a rank's
-/// common key prefix costs nothing, and recurses into each bucket; 64 items
-/// or fewer, or a run of one key, go to std::sort. Every run of
-/// equal keys thus ends in index order: the result equals std::sort's for
-/// every input. (1e6 uniform keys: 23 ms against std::sort's 85 and an LSD
-/// radix sort's 45-70 on the development Xeon.)
-void radix_sort(KeyIndex* items, KeyIndex* buffer, std::size_t n, int bits) {
-  if (n <= 64) {
-    std::sort(items, items + n);
-    return;
-  }
+// Sorting items by (key, index): a most-significant-digit radix sort. Each
+// level buckets by the top `bits` bits of the bits in which its keys differ
+// (10, then 8 per level), so a rank's common key prefix costs nothing, and
+// recurses into each bucket; 64 items or fewer, or a run of one key, go to
+// std::sort. Every run of equal keys thus ends in index order: the result
+// equals std::sort's for every input. The levels alternate between the
+// items and the buffer (sort_in_place, sort_into), so a level is one
+// counting pass and one scatter, without copying back. (1e6 uniform keys
+// on a Zen 3: 25 ms; with a copy back per level 37 ms; std::sort's 85 and
+// an LSD radix sort's 45-70 on the development Xeon.)
+
+void sort_into(KeyIndex* from, KeyIndex* to, std::size_t n, int bits);
+
+/// Buckets `from` into `to` (stable) by `bits` bits below the keys' common
+/// prefix; `start` gets the buckets' offsets (buckets + 1). False, and
+/// nothing moved, when every key is the same.
+bool partition(const KeyIndex* from, KeyIndex* to, std::size_t n, int bits, std::vector<std::size_t>& start) {
   MortonKey differing = 0;
-  for (std::size_t i = 1; i < n; ++i) differing |= items[i].key ^ items[0].key;
-  if (differing == 0) {
-    std::sort(items, items + n);
-    return;
-  }
+  for (std::size_t i = 1; i < n; ++i) differing |= from[i].key ^ from[0].key;
+  if (differing == 0) return false;
   const int top = 64 - std::countl_zero(differing);
   const int shift = std::max(0, top - bits);
   const MortonKey mask = (MortonKey{1} << bits) - 1;
-  std::vector<std::size_t> start((std::size_t{1} << bits) + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) ++start[((items[i].key >> shift) & mask) + 1];
+  start.assign((std::size_t{1} << bits) + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) ++start[((from[i].key >> shift) & mask) + 1];
   for (std::size_t b = 1; b < start.size(); ++b) start[b] += start[b - 1];
   std::vector<std::size_t> next(start.begin(), start.end() - 1);
-  for (std::size_t i = 0; i < n; ++i) buffer[next[(items[i].key >> shift) & mask]++] = items[i];
-  for (std::size_t b = 0; b + 1 < start.size(); ++b)
-    if (start[b + 1] > start[b]) radix_sort(buffer + start[b], items + start[b], start[b + 1] - start[b], 8);
-  std::copy(buffer, buffer + n, items);
+  for (std::size_t i = 0; i < n; ++i) to[next[(from[i].key >> shift) & mask]++] = from[i];
+  return true;
 }
 
-void radix_sort(std::span<KeyIndex> items, std::span<KeyIndex> buffer) {
-  radix_sort(items.data(), buffer.data(), items.size(), 10);
+/// Sorts items[0, n) in place, through buffer[0, n).
+void sort_in_place(KeyIndex* items, KeyIndex* buffer, std::size_t n, int bits) {
+  std::vector<std::size_t> start;
+  if (n <= 64 || !partition(items, buffer, n, bits, start)) {
+    std::sort(items, items + n);
+    return;
+  }
+  for (std::size_t b = 0; b + 1 < start.size(); ++b)
+    if (start[b + 1] > start[b]) sort_into(buffer + start[b], items + start[b], start[b + 1] - start[b], 8);
+}
+
+/// Sorts from[0, n) into to[0, n) (from is overwritten).
+void sort_into(KeyIndex* from, KeyIndex* to, std::size_t n, int bits) {
+  std::vector<std::size_t> start;
+  if (n <= 64 || !partition(from, to, n, bits, start)) {
+    std::copy(from, from + n, to);
+    std::sort(to, to + n);
+    return;
+  }
+  for (std::size_t b = 0; b + 1 < start.size(); ++b)
+    if (start[b + 1] > start[b]) sort_in_place(to + start[b], from + start[b], start[b + 1] - start[b], 8);
 }
 
 }  // namespace
 
 void sort_by_key(std::span<KeyIndex> items, int threads) {
   const std::size_t n = items.size();
-  // Below a few thousand items per thread the fork and the scatter cost more
-  // than they save.
+  if (n == 0) return;
+  // Not zeroed: every entry is written before it is read.
+  const auto buffer = std::make_unique_for_overwrite<KeyIndex[]>(n);
+  // Below a few thousand items per thread the fork costs more than it saves.
   if (threads <= 1 || n < 4096 * static_cast<std::size_t>(threads)) {
-    std::vector<KeyIndex> buffer(n);
-    radix_sort(items, buffer);
+    sort_in_place(items.data(), buffer.get(), n, 10);
     return;
   }
-  const auto buckets = static_cast<std::size_t>(threads);
-  // Splitters: an oversampled, sorted sample at pseudo-random positions (a
-  // fixed multiplicative hash), so sorted or periodic inputs do not skew them.
-  constexpr std::size_t oversampling = 64;
-  std::vector<KeyIndex> sample(buckets * oversampling);
-  for (std::size_t s = 0; s < sample.size(); ++s)
-    sample[s] = items[static_cast<std::size_t>((s * 0x9E3779B97F4A7C15ull + 12345) % n)];
-  std::sort(sample.begin(), sample.end());
-  std::vector<KeyIndex> splitters(buckets - 1);
-  for (std::size_t b = 1; b < buckets; ++b) splitters[b - 1] = sample[b * oversampling];
-
-  // counts[t * buckets + b]: items of thread t's chunk that fall in bucket b.
-  std::vector<std::size_t> counts(buckets * buckets, 0), starts(buckets * buckets, 0), bucket_begin(buckets + 1, 0);
-  std::vector<std::uint32_t> bucket_of(n);
-  std::vector<KeyIndex> scattered(n);
-  // Written with omp for over chunks and buckets, so the result is right
-  // whatever number of threads the runtime actually grants.
+  // The first level in parallel: the common prefix (an OR over chunks), the
+  // chunks' counts, a scatter of each chunk into its places in the buffer
+  // (bucket-major, so the buckets are as a serial scatter leaves them), then
+  // the 1024 buckets sorted back into the items, handed out dynamically.
+  // The loops run over chunks and buckets (omp for), so the result is right
+  // whatever number of threads the runtime grants. One parallel region.
+  constexpr int bits = 10;
+  constexpr std::size_t buckets = std::size_t{1} << bits;
+  constexpr MortonKey mask = buckets - 1;
+  const auto chunks = static_cast<std::size_t>(threads);
+  std::vector<std::size_t> at(chunks * buckets, 0), bucket_begin(buckets + 1, 0);
+  KeyIndex* const data = items.data();
+  KeyIndex* const scratch = buffer.get();
+  const MortonKey first = data[0].key;
+  MortonKey differing = 0;
+  int shift = 0;
 #pragma omp parallel num_threads(threads)
   {
-#pragma omp for schedule(static)
-    for (std::size_t t = 0; t < buckets; ++t) {
-      const std::size_t begin = n * t / buckets, end = n * (t + 1) / buckets;
-      for (std::size_t i = begin; i < end; ++i) {
-        const auto b = static_cast<std::uint32_t>(std::upper_bound(splitters.begin(), splitters.end(), items[i]) -
-                                                  splitters.begin());
-        bucket_of[i] = b;
-        ++counts[t * buckets + b];
-      }
-    }
+#pragma omp for schedule(static) reduction(| : differing)
+    for (std::size_t i = 0; i < n; ++i) differing |= data[i].key ^ first;
+    if (differing != 0) {  // (the same on every thread after the reduction)
 #pragma omp single
-    {
-      // Bucket-major offsets: bucket b holds chunk 0's items, then chunk 1's...
-      std::size_t offset = 0;
-      for (std::size_t b = 0; b < buckets; ++b) {
-        bucket_begin[b] = offset;
-        for (std::size_t u = 0; u < buckets; ++u) {
-          starts[u * buckets + b] = offset;
-          offset += counts[u * buckets + b];
-        }
-      }
-      bucket_begin[buckets] = offset;
-    }
+      shift = std::max(0, 64 - std::countl_zero(differing) - bits);
 #pragma omp for schedule(static)
-    for (std::size_t t = 0; t < buckets; ++t) {
-      const std::size_t begin = n * t / buckets, end = n * (t + 1) / buckets;
-      for (std::size_t i = begin; i < end; ++i) scattered[starts[t * buckets + bucket_of[i]]++] = items[i];
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (std::size_t b = 0; b < buckets; ++b) {
-      const auto first = scattered.begin() + static_cast<std::ptrdiff_t>(bucket_begin[b]);
-      const auto last = scattered.begin() + static_cast<std::ptrdiff_t>(bucket_begin[b + 1]);
-      const auto bucket_items = items.subspan(bucket_begin[b], bucket_begin[b + 1] - bucket_begin[b]);
-      std::copy(first, last, bucket_items.begin());
-      radix_sort(bucket_items, std::span<KeyIndex>(first, last));
+      for (std::size_t t = 0; t < chunks; ++t) {
+        std::size_t* count = at.data() + t * buckets;
+        for (std::size_t i = n * t / chunks, end = n * (t + 1) / chunks; i < end; ++i)
+          ++count[(data[i].key >> shift) & mask];
+      }
+#pragma omp single
+      {  // counts -> places: bucket b holds chunk 0's items, then chunk 1's...
+        std::size_t offset = 0;
+        for (std::size_t b = 0; b < buckets; ++b) {
+          bucket_begin[b] = offset;
+          for (std::size_t t = 0; t < chunks; ++t) {
+            const std::size_t count = at[t * buckets + b];
+            at[t * buckets + b] = offset;
+            offset += count;
+          }
+        }
+        bucket_begin[buckets] = offset;
+      }
+#pragma omp for schedule(static)
+      for (std::size_t t = 0; t < chunks; ++t) {
+        std::size_t* next = at.data() + t * buckets;
+        for (std::size_t i = n * t / chunks, end = n * (t + 1) / chunks; i < end; ++i)
+          scratch[next[(data[i].key >> shift) & mask]++] = data[i];
+      }
+#pragma omp for schedule(dynamic, 8)
+      for (std::size_t b = 0; b < buckets; ++b)
+        if (bucket_begin[b + 1] > bucket_begin[b])
+          sort_into(scratch + bucket_begin[b], data + bucket_begin[b], bucket_begin[b + 1] - bucket_begin[b], 8);
     }
   }
+  if (differing == 0) std::sort(items.begin(), items.end());  // one key: by index
 }
 
 namespace {

@@ -20,17 +20,18 @@ struct KeyIndex {
   friend constexpr bool operator==(const KeyIndex&, const KeyIndex&) = default;
 };
 
-/// Sorts by (key, index) with a parallel sample sort over `threads` OpenMP
-/// threads: splitters from an oversampled sorted sample, one counting pass,
-/// one scatter into buckets, each bucket radix-sorted by its own thread
-/// (most significant digit first, 10 then 8 bits of the differing key bits per
-/// level, std::sort below 65 items).
-/// (FDPS found a parallel merge sort 20x slower than std::sort; the sample
-/// sort beat both.) threads <= 1 or short inputs: the radix sort alone. The result is
-/// identical to std::sort's for any thread count.
+/// Sorts by (key, index): a most-significant-digit radix sort (10 then 8 of
+/// the keys' differing bits per level, std::sort below 65 items) whose first
+/// level runs over `threads` OpenMP threads: counts and scatter by chunk, then
+/// the 1024 buckets sorted by whichever thread is free. (FDPS found a
+/// parallel merge sort 20x slower than std::sort.) threads <= 1 or short
+/// inputs: the radix sort alone. The result is identical to std::sort's for
+/// any thread count. Keys crowded into one top-level bucket (more than
+/// 1 / threads of the items) limit the parallel speed-up to that share.
 void sort_by_key(std::span<KeyIndex> items, int threads);
 
-/// How TreeForce sorts: `sample` (sort_by_key), or `merge`, a parallel
+/// How TreeForce sorts: `sample` (sort_by_key; named after its earlier
+/// sample sort), or `merge`, a parallel
 /// top-down merge sort (OpenMP tasks, a std::merge per level) kept to
 /// reproduce the slow path FDPS replaced.
 enum class SortMethod { sample, merge };

@@ -95,7 +95,7 @@ struct TreeOptions {
   /// are those of the building call: add the distance particles may close in
   /// `reuse` steps.
   double search_radius = 0;
-  /// How the local particles are sorted by key: the parallel sample sort, or
+  /// How the local particles are sorted by key: the parallel radix sort (`sample`, its earlier name), or
   /// (to reproduce FDPS before its fix) a parallel merge sort.
   SortMethod sort = SortMethod::sample;
   /// fp32 partial sums over blocks of 64 sources, added in fp64; else fp32 throughout.
