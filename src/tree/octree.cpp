@@ -25,6 +25,7 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
   cells_.push_back(top);
   levels_.assign({0, 1});
   const auto limit = static_cast<std::uint32_t>(leaf_limit);
+  constexpr std::uint32_t linear_split = 1024;  // cells of at most this many keys are split by a scan
   const MortonKey* keys = sorted_keys.data();
   // Level by level (breadth first, the same cell order as a serial sweep):
   // each cell of a level finds its octants' ends (binary searches, in
@@ -46,6 +47,20 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
       ends[8] = 0;
       if (cell.count() <= limit || cell.level >= morton_levels) continue;
       const int shift = 3 * (morton_levels - (cell.level + 1));
+      if (cell.count() <= linear_split) {
+        // A small cell: one pass over its keys counts each octant (they are
+        // sorted, so the counts' prefix sums are the octants' ends); cheaper
+        // than 7 binary searches whose probes miss the cache.
+        std::uint32_t count[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (std::uint32_t i = cell.begin; i < cell.end; ++i) ++count[(keys[i] >> shift) & 7];
+        std::uint32_t end = cell.begin;
+        for (int octant = 0; octant < 8; ++octant) {
+          end += count[octant];
+          ends[octant] = end;
+          ends[8] += count[octant] > 0 ? 1 : 0;
+        }
+        continue;
+      }
       std::uint32_t begin = cell.begin;
       for (MortonKey octant = 0; octant < 8; ++octant) {
         const MortonKey next = cell.key + ((octant + 1) << shift);  // first key past this octant
