@@ -21,6 +21,7 @@
 #include <climits>
 #include <limits>
 #include <numbers>
+#include <type_traits>
 #include <utility>
 
 namespace domex {
@@ -141,11 +142,13 @@ constexpr int no_shift = 13;
 /// the cutoff) overlaps the slot along that axis. A particle's candidates
 /// are the intersection of its three slots' sets: empty for an interior
 /// particle (three loads from tables that stay in L1), else a superset of
-/// the pieces within the cutoff, which are then tested exactly. This
-/// replaced a 3-D grid of piece lists (a cell per particle, two dependent
-/// look-ups that missed the cache, and 240 us to build at 1e5 particles):
-/// at 1e5 uniform particles per rank, np 2, cutoff 0.1 width, the search
-/// went from 2.1-2.6 to 1.3-1.6 ms and the finder's making to 5-10 us.
+/// the pieces within the cutoff. Two more sets per axis and slot decide
+/// most candidates without a distance test (sure_at()); the rest are
+/// tested exactly. The tables replaced a 3-D grid of piece lists (a cell
+/// per particle, two dependent look-ups that missed the cache, and 240 us
+/// to build at 1e5 particles): at 1e5 uniform particles per rank, np 2,
+/// cutoff 0.1 width, the search went from 2.1-2.6 to 1.3-1.6 ms
+/// (2026-11-26, Zen 3, instrumented domex-bench ghost).
 class Finder {
  public:
   Finder(std::vector<Piece> pieces, const Box& region, double cutoff, bool sectors)
@@ -158,8 +161,9 @@ class Finder {
     for (int a = 0; a < 3; ++a) {
       // Slots of an eighth of the cutoff, at most 4096 per axis: the sets
       // overreach by at most a slot, and a particle whose slot straddles a
-      // reach's edge is tested exactly (a quarter cutoff left a third of
-      // the candidates to the exact test, an eighth a fifth).
+      // reach's edge is tested exactly (1e5 uniform particles in a periodic
+      // unit box, one rank, cutoff 0.05: a quarter cutoff left 10,713 of
+      // 33,324 candidates to the exact test, an eighth 6,930).
       const double extent = region.extent(a);
       slots_[a] = std::clamp(static_cast<long>(std::ceil(extent / (cutoff / 8))), 1L, 4096L);
       inverse_slot_[a] = extent > 0 ? static_cast<double>(slots_[a]) / extent : 0.0;
@@ -204,15 +208,16 @@ class Finder {
   /// every (rank, image) with a piece within the cutoff of it, in particle
   /// order, then piece order; found returns false for a repeat it already
   /// holds. Returns how many particles had a candidate (the rest are
-  /// interior). Blocks of particles go in two passes: their candidate sets
-  /// (no branch), then the exact tests of the few that have any.
+  /// interior). Blocks of particles go in two passes: their slots and
+  /// candidate sets (no branch), then, for the few that have any, the
+  /// candidates sure from the slots and the exact tests of the others.
   template <class Found>
   std::size_t find_all(std::span<const Point> points, Found&& found) const {
     std::size_t tested = 0;
     constexpr std::size_t block = 256;
     std::array<std::uint64_t, block> sets;
     std::array<std::uint32_t, block> hits;
-    std::array<std::array<std::uint32_t, 3>, block> at;
+    std::array<std::array<std::uint32_t, 3>, block> slots;
     for (std::size_t first = 0; first < points.size(); first += block) {
       const std::size_t count = std::min(block, points.size() - first);
       if (words_ != 1) {  // more than 64 pieces: one particle at a time
@@ -221,15 +226,15 @@ class Finder {
       }
       // Pass 1, every particle: its slots and candidates (the three mask
       // rows by raw pointer: the stores below could alias a vector's).
-      const std::uint64_t *mx = masks_[0].data(), *my = masks_[1].data(), *mz = masks_[2].data();
+      const std::uint64_t *near_x = masks_[0].data(), *near_y = masks_[1].data(), *near_z = masks_[2].data();
       std::size_t n = 0;
       for (std::size_t k = 0; k < count; ++k) {
         const Point& p = points[first + k];
         const std::size_t x = slot(0, p[0]), y = slot(1, p[1]), z = slot(2, p[2]);
-        const std::uint64_t set = mx[x] & my[y] & mz[z];
+        const std::uint64_t set = near_x[x] & near_y[y] & near_z[z];
         sets[n] = set;
         hits[n] = static_cast<std::uint32_t>(k);
-        at[n] = {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z)};
+        slots[n] = {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z)};
         n += set != 0;
       }
       tested += n;
@@ -237,11 +242,10 @@ class Finder {
       // slots alone, and the exact tests of the rest.
       for (std::size_t h = 0; h < n; ++h) {
         const std::size_t i = first + hits[h];
-        const auto [x, y, z] = at[h];
+        const auto [x, y, z] = slots[h];
         const Point& p = points[i];
         const std::uint64_t set = sets[h];
-        const std::uint64_t sure =
-            sectors_ ? 0 : sure_of(inside_[0][x], inside_[1][y], inside_[2][z], sure_[0][x], sure_[1][y], sure_[2][z]);
+        const std::uint64_t sure = sure_at(x, y, z);
         std::uint64_t within = set & sure, doubtful = set & ~sure;
         while (doubtful) {  // usually none: a particle near a face is sure
           const int bit = std::countr_zero(doubtful);
@@ -273,26 +277,26 @@ class Finder {
     std::uint64_t keys[4] = {~0ull, ~0ull, ~0ull, ~0ull};
     int next = 0;
   };
-  /// The pieces certainly within the cutoff of every point of three slots:
-  /// inside a piece along two axes and nearer than the cutoff along the
-  /// third (boxes only; the distance is then at most the cutoff).
-  static std::uint64_t sure_of(std::uint64_t ix, std::uint64_t iy, std::uint64_t iz, std::uint64_t sx,
-                               std::uint64_t sy, std::uint64_t sz) noexcept {
-    return (sx & iy & iz) | (ix & sy & iz) | (ix & iy & sz);
+  /// The pieces (of word w) certainly within the cutoff of every point of
+  /// the slots x, y, z: inside a piece along two axes and nearer than the
+  /// cutoff along the third, so the distance is at most the cutoff (boxes
+  /// only: none for sectors).
+  std::uint64_t sure_at(std::size_t x, std::size_t y, std::size_t z, std::size_t w = 0) const noexcept {
+    if (sectors_) return 0;
+    x = x * words_ + w, y = y * words_ + w, z = z * words_ + w;
+    const std::uint64_t inside_x = inside_[0][x], inside_y = inside_[1][y], inside_z = inside_[2][z];
+    return (sure_[0][x] & inside_y & inside_z) | (inside_x & sure_[1][y] & inside_z) |
+           (inside_x & inside_y & sure_[2][z]);
   }
   template <class Found>
   bool test(std::size_t i, const Point& p, Found& found) const {
-    const std::size_t at[3] = {slot(0, p[0]) * words_, slot(1, p[1]) * words_, slot(2, p[2]) * words_};
+    const std::size_t x = slot(0, p[0]), y = slot(1, p[1]), z = slot(2, p[2]);
     bool any = false;
     Seen seen;
     for (std::size_t w = 0; w < words_; ++w) {
-      const std::uint64_t set = masks_[0][at[0] + w] & masks_[1][at[1] + w] & masks_[2][at[2] + w];
+      const std::uint64_t set = masks_[0][x * words_ + w] & masks_[1][y * words_ + w] & masks_[2][z * words_ + w];
       any |= set != 0;
-      const std::uint64_t sure =
-          sectors_ ? 0
-                   : sure_of(inside_[0][at[0] + w], inside_[1][at[1] + w], inside_[2][at[2] + w], sure_[0][at[0] + w],
-                             sure_[1][at[1] + w], sure_[2][at[2] + w]);
-      exact(i, p, set, sure, w, found, &seen);
+      exact(i, p, set, sure_at(x, y, z, w), w, found, &seen);
     }
     return any;
   }
@@ -369,16 +373,19 @@ Box moved(Box box, const Point& by) noexcept {
 /// finite x, NaN for NaN and infinities, and a sum of such terms is 0 only
 /// when all are). The coordinates are read as one array, four particles
 /// (twelve values, axis = value % 3) per step, in six pairs of lanes on
-/// x86-64 (SSE2: minpd is `a < b ? a : b`, as the scalar loop): 2 ns per
-/// particle in scalar code at 1e5 particles, 1 ns in pairs (Zen 3).
+/// x86-64 (SSE2: minpd is `a < b ? a : b`, as the scalar loop). 1e5
+/// particles on a Zen 3, fastest of 200: 187 us in scalar code over the
+/// twelve lanes, 93 us in SSE2 pairs.
 Box bounding_box(std::span<const Point> positions, bool* finite = nullptr) noexcept {
+  static_assert(sizeof(Point) == 3 * sizeof(double), "positions are read as one array of doubles");
   constexpr double inf = std::numeric_limits<double>::infinity();
   constexpr std::size_t lanes = 12;
   alignas(16) double lo[lanes], hi[lanes], bad[lanes];
   for (std::size_t l = 0; l < lanes; ++l) lo[l] = inf, hi[l] = -inf, bad[l] = 0;
   const double* x = positions.empty() ? nullptr : positions.data()->data();
-  const std::size_t values = 3 * positions.size(), whole = values - values % lanes;
+  const std::size_t values = 3 * positions.size();
 #if defined(__SSE2__)
+  const std::size_t whole = values - values % lanes;
   __m128d vlo[6], vhi[6], vbad[6];
   for (int l = 0; l < 6; ++l) vlo[l] = _mm_set1_pd(inf), vhi[l] = _mm_set1_pd(-inf), vbad[l] = _mm_setzero_pd();
   for (std::size_t i = 0; i < whole; i += lanes)
@@ -863,31 +870,32 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   std::vector<std::uint8_t> next_codes = std::move(scratch.shift_codes);
   next_compact.resize(compact ? entries.size() : 0);
   next_codes.resize(coded ? entries.size() : 0);
-  if (coded) {  // no position wrapped: the shift is the image's (the common case, one loop without tests)
+  // One loop per case: when no position was wrapped (the common case,
+  // `coded`) the shift is the image's, without the wrap's arithmetic.
+  auto group = [&](auto wrapped_some) {
     for (const Entry& entry : entries) {
       const std::size_t at = count[static_cast<std::size_t>(entry.rank)]++;
       const Point& shift = image_shift[static_cast<std::size_t>(entry.image)];
       const Point& p = positions[entry.index];
-      next_indices[at] = entry.index;
-      next_compact[at] = static_cast<std::uint32_t>(entry.index);
-      next_codes[at] = static_cast<std::uint8_t>(entry.image);
-      next_shifts[at] = shift;
-      shifted_positions[at] = {p[0] + shift[0], p[1] + shift[1], p[2] + shift[2]};
-    }
-  } else {
-    for (const Entry& entry : entries) {
-      const std::size_t at = count[static_cast<std::size_t>(entry.rank)]++;
-      const Point& shift = image_shift[static_cast<std::size_t>(entry.image)];
-      const Point& p = positions[entry.index];
-      const Point& w = wrapped[entry.index];
       next_indices[at] = entry.index;
       if (compact) next_compact[at] = static_cast<std::uint32_t>(entry.index);
-      for (int a = 0; a < 3; ++a) {
-        next_shifts[at][a] = (w[a] - p[a]) + shift[a];
-        shifted_positions[at][a] = w[a] + shift[a];
+      if constexpr (decltype(wrapped_some)::value) {
+        const Point& w = wrapped[entry.index];
+        for (int a = 0; a < 3; ++a) {
+          next_shifts[at][a] = (w[a] - p[a]) + shift[a];
+          shifted_positions[at][a] = w[a] + shift[a];
+        }
+      } else {
+        next_codes[at] = static_cast<std::uint8_t>(entry.image);
+        next_shifts[at] = shift;
+        shifted_positions[at] = {p[0] + shift[0], p[1] + shift[1], p[2] + shift[2]};
       }
     }
-  }
+  };
+  if (coded)
+    group(std::false_type{});
+  else
+    group(std::true_type{});
 
   // Who sends to this rank: a sparse exchange of the counts (small
   // messages, whatever the ghosts' number), then the shifted positions
@@ -936,22 +944,21 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   scratch.shifts = std::move(next_shifts);
   std::swap(compact_indices, next_compact);
   std::swap(shift_codes, next_codes);
-  // (written unconditionally, counted without a branch: the shifted and
-  // unshifted copies alternate unpredictably)
-  shifted.resize(send_indices.size());
-  std::size_t moved_copies = 0;
-  if (coded) {  // a byte per copy to read, not a Point
-    for (std::size_t k = 0; k < shift_codes.size(); ++k) {
-      shifted[moved_copies] = k;
-      moved_copies += shift_codes[k] != no_shift;
+  // The copies with a shift: each written, counted without a branch (the
+  // shifted and unshifted copies alternate unpredictably).
+  auto list_shifted = [&](auto moved) {
+    shifted.resize(send_indices.size());
+    std::size_t listed = 0;
+    for (std::size_t k = 0; k < send_indices.size(); ++k) {
+      shifted[listed] = k;
+      listed += moved(k);
     }
-  } else {
-    for (std::size_t k = 0; k < send_shifts.size(); ++k) {
-      shifted[moved_copies] = k;
-      moved_copies += send_shifts[k] != Point{0, 0, 0};
-    }
-  }
-  shifted.resize(moved_copies);
+    shifted.resize(listed);
+  };
+  if (coded)  // a byte per copy to read, not a Point
+    list_shifted([&](std::size_t k) { return shift_codes[k] != no_shift; });
+  else
+    list_shifted([&](std::size_t k) { return send_shifts[k] != Point{0, 0, 0}; });
   scratch.compact_indices = std::move(next_compact);
   scratch.shift_codes = std::move(next_codes);
   code_shifts.assign(image_shift.begin(), image_shift.end());

@@ -511,11 +511,12 @@ TEST(GhostPlan, LatticeOnTheSearchGridsEdgesAndAtTheCutoff) {
   // The search decides most candidates from per-axis slots of an eighth of
   // the cutoff (inside a piece along two axes, nearer than the cutoff along
   // the third) without a distance test. A lattice of spacing about
-  // cutoff / 8 puts particles on the slots' edges, and about the cutoff
-  // from the domains' faces (bucket edges are lattice planes): the cutoff is
-  // 1e-12 more or less than 8 spacings, so that brute force and the plan
-  // agree on the rounding of an exact tie. Ghosts equal brute force, for
-  // boxes and for buckets.
+  // cutoff / 8 puts particles on or next to the slots' edges, and about
+  // the cutoff from the domains' faces (bucket edges are lattice planes).
+  // The cutoff is 1e-12 more or less than 8 spacings: no particle is at an
+  // exact tie, which brute force and the plan may round apart, but many
+  // are within 1e-12 of one. Ghosts equal brute force, for boxes and for
+  // buckets.
   domex::Comm comm{MPI_COMM_WORLD};
   const Box domain{{0, 0, 0}, {1, 1, 1}};
   constexpr int side = 24;

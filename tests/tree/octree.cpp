@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <span>
 #include <random>
+#include <span>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -169,6 +171,22 @@ namespace {
 // Links and moments run level by level on several threads: every field of
 // every cell is the same bits as on one thread (clumped and uniform items,
 // quadrupoles and item extents included).
+/// Every cell of two trees equal: structure bitwise, moments and boxes bytewise.
+void expect_same_cells(const domex::Octree& got, const domex::Octree& expected) {
+  ASSERT_EQ(got.cells().size(), expected.cells().size());
+  for (std::size_t c = 0; c < expected.cells().size(); ++c) {
+    const auto &a = expected.cells()[c], &b = got.cells()[c];
+    ASSERT_TRUE(a.begin == b.begin && a.end == b.end && a.first_child == b.first_child &&
+                a.child_count == b.child_count && a.level == b.level && a.key == b.key)
+        << "cell " << c;
+    ASSERT_EQ(std::memcmp(&a.moments, &b.moments, sizeof(a.moments)), 0) << "cell " << c;
+    ASSERT_EQ(std::memcmp(&a.box, &b.box, sizeof(a.box)), 0) << "cell " << c;
+    ASSERT_EQ(a.size, b.size);
+    ASSERT_EQ(a.opening, b.opening);
+    ASSERT_EQ(a.bmax, b.bmax);
+  }
+}
+
 TEST(Octree, CellsDoNotDependOnTheThreads) {
   const domex::Box root{{0, 0, 0}, {1, 1, 1}};
   const auto set = random_set(30000, 29, root);
@@ -186,19 +204,28 @@ TEST(Octree, CellsDoNotDependOnTheThreads) {
       domex::Octree parallel;
       parallel.build(set.keys, root, leaf_limit, threads);
       parallel.compute_moments(set.positions, set.masses, item_quadrupoles, item_extents, true, threads);
-      ASSERT_EQ(parallel.cells().size(), serial.cells().size()) << threads << " threads";
-      for (std::size_t c = 0; c < serial.cells().size(); ++c) {
-        const auto &a = serial.cells()[c], &b = parallel.cells()[c];
-        ASSERT_TRUE(a.begin == b.begin && a.end == b.end && a.first_child == b.first_child &&
-                    a.child_count == b.child_count && a.level == b.level && a.key == b.key)
-            << "cell " << c << ", " << threads << " threads";
-        ASSERT_EQ(std::memcmp(&a.moments, &b.moments, sizeof(a.moments)), 0) << "cell " << c;
-        ASSERT_EQ(std::memcmp(&a.box, &b.box, sizeof(a.box)), 0) << "cell " << c;
-        ASSERT_EQ(a.size, b.size);
-        ASSERT_EQ(a.opening, b.opening);
-        ASSERT_EQ(a.bmax, b.bmax);
-      }
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      expect_same_cells(parallel, serial);
     }
+  }
+}
+
+TEST(Octree, ARebuiltTreeEqualsAFreshOne) {
+  // A tree keeps its cells from build to build and overwrites them: larger,
+  // smaller and other inputs, one after the other, give the cells of a
+  // fresh tree.
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  domex::Octree reused;
+  for (const auto& [n, seed, leaf_limit] : {std::tuple{20000, 3, 8}, std::tuple{3000, 4, 8}, std::tuple{9000, 5, 1},
+                                            std::tuple{0, 6, 8}, std::tuple{25000, 7, 16}}) {
+    SCOPED_TRACE(std::to_string(n) + " items");
+    const auto set = random_set(static_cast<std::size_t>(n), static_cast<std::uint64_t>(seed), root);
+    domex::Octree fresh;
+    fresh.build(set.keys, root, leaf_limit, 2);
+    fresh.compute_moments(set.positions, set.masses, {}, {}, true, 2);
+    reused.build(set.keys, root, leaf_limit, 2);
+    reused.compute_moments(set.positions, set.masses, {}, {}, true, 2);
+    expect_same_cells(reused, fresh);
   }
 }
 

@@ -96,4 +96,18 @@ TEST(Sort, ShuffledIndicesAndFull64BitKeys) {
   }
 }
 
+/// sort_by_key asked for 4 threads inside a parallel region, where the
+/// runtime grants it fewer (nested regions get one thread by default).
+TEST(Sort, FewerThreadsThanAskedFor) {
+  std::mt19937_64 random(11);
+  std::vector<KeyIndex> original(50000);
+  for (std::size_t i = 0; i < original.size(); ++i) original[i] = {random() >> 1, i};
+  auto expected = original;
+  std::sort(expected.begin(), expected.end());
+  std::vector<std::vector<KeyIndex>> sorted(2, original);
+#pragma omp parallel for num_threads(2)
+  for (int copy = 0; copy < 2; ++copy) domex::sort_by_key(sorted[static_cast<std::size_t>(copy)], 4);
+  for (const auto& items : sorted) EXPECT_EQ(items, expected);
+}
+
 }  // namespace
