@@ -243,26 +243,7 @@ class Finder {
       for (std::size_t h = 0; h < n; ++h) {
         const std::size_t i = first + hits[h];
         const auto [x, y, z] = slots[h];
-        const Point& p = points[i];
-        const std::uint64_t set = sets[h];
-        const std::uint64_t sure = sure_at(x, y, z);
-        std::uint64_t within = set & sure, doubtful = set & ~sure;
-        while (doubtful) {  // usually none: a particle near a face is sure
-          const int bit = std::countr_zero(doubtful);
-          doubtful &= doubtful - 1;
-          const Box& box = pieces_[static_cast<std::size_t>(bit)].box;
-          const double d2 = sectors_ ? sector_distance2(p, box) : distance2(p, box);
-          within |= std::uint64_t{d2 <= cutoff2_} << bit;
-        }
-        if (unique_) {
-          while (within) {
-            const auto bit = static_cast<std::size_t>(std::countr_zero(within));
-            within &= within - 1;
-            found(i, pieces_[bit].rank, pieces_[bit].image);
-          }
-        } else {
-          exact(i, p, within, within, 0, found);  // (all sure now: the repeats)
-        }
+        exact(i, points[i], sets[h], sure_at(x, y, z), 0, found);
       }
     }
     return tested;
