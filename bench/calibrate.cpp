@@ -21,7 +21,8 @@
 #include <string>
 #include <vector>
 
-namespace domex::bench {
+// Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
+namespace domex::bench::calibrate_command {
 namespace {
 
 struct CalibrateOptions {
@@ -159,4 +160,4 @@ const Registration registration{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace domex::bench
+}  // namespace domex::bench::calibrate_command

@@ -30,7 +30,8 @@
 #include <string>
 #include <vector>
 
-namespace domex::bench {
+// Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
+namespace domex::bench::halo_command {
 namespace {
 
 struct HaloBenchOptions {
@@ -387,4 +388,4 @@ const Registration registration{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace domex::bench
+}  // namespace domex::bench::halo_command

@@ -23,7 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace domex::bench {
+// Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
+namespace domex::bench::lattice_command {
 namespace {
 
 constexpr std::size_t spinor_bytes = 192;  // 4 spins x 3 colours x complex<double>
@@ -158,4 +159,4 @@ const Registration registration{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace domex::bench
+}  // namespace domex::bench::lattice_command

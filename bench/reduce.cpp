@@ -23,7 +23,8 @@
 #include <string>
 #include <vector>
 
-namespace domex::bench {
+// Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
+namespace domex::bench::reduce_command {
 namespace {
 
 struct ReduceBenchOptions {
@@ -115,4 +116,4 @@ const Registration registration{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace domex::bench
+}  // namespace domex::bench::reduce_command

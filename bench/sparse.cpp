@@ -32,7 +32,8 @@
 #include <string>
 #include <vector>
 
-namespace domex::bench {
+// Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
+namespace domex::bench::sparse_command {
 namespace {
 
 struct SparseOptions {
@@ -458,4 +459,4 @@ const Registration registration{[](CLI::App& app) {
 }};
 
 }  // namespace
-}  // namespace domex::bench
+}  // namespace domex::bench::sparse_command
