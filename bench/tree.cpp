@@ -51,6 +51,7 @@ struct TreeBenchOptions {
   double softening = 1.0 / 32;
   bool fp64_accumulation = false;
   std::size_t error_samples = 2000;  ///< 0: no force error
+  std::size_t check_samples = TreeOptions{}.error_samples;  ///< TreeOptions::error_samples
   std::uint64_t seed = 2024;         ///< rank r draws its particles from the stream seed + r
   std::string json;
 };
@@ -107,50 +108,6 @@ struct Row {
   double build_parts[4];  // keys, sort, link (local + global tree), moments; slowest rank, per step
 };
 
-/// Force errors against an exact fp64 direct sum for about `samples`
-/// particles, in the two measures of the peer figures: per particle |da| / |a|
-/// and normalised by the samples' rms |a|; median and p99 over all ranks.
-struct ForceError {
-  double median, p99, rms_median, rms_p99;
-};
-
-ForceError force_error(const Comm& comm, const std::vector<Point>& x, const std::vector<double>& m,
-                       const std::vector<Point>& a, std::size_t total, std::size_t samples, double softening) {
-  const auto all_x = comm.allgatherv(std::span<const Point>(x));
-  const auto all_m = comm.allgatherv(std::span<const double>(m));
-  const std::size_t stride = std::max<std::size_t>(1, total / samples);
-  std::vector<std::array<double, 2>> sampled;  // |da|^2, |a|^2
-  const double eps2 = softening * softening;
-  for (std::size_t i = 0; i < x.size(); i += stride) {
-    double exact[3] = {0, 0, 0};
-#pragma omp parallel for reduction(+ : exact[:3])
-    for (std::size_t j = 0; j < all_x.size(); ++j) {
-      const double dx = all_x[j][0] - x[i][0], dy = all_x[j][1] - x[i][1], dz = all_x[j][2] - x[i][2];
-      const double r2 = dx * dx + dy * dy + dz * dz + eps2;
-      const double f = all_m[j] / (r2 * std::sqrt(r2));
-      exact[0] += f * dx, exact[1] += f * dy, exact[2] += f * dz;
-    }
-    const double d0 = a[i][0] - exact[0], d1 = a[i][1] - exact[1], d2 = a[i][2] - exact[2];
-    sampled.push_back({d0 * d0 + d1 * d1 + d2 * d2, exact[0] * exact[0] + exact[1] * exact[1] + exact[2] * exact[2]});
-  }
-  const auto all = comm.allgatherv(std::span<const std::array<double, 2>>(sampled));
-  if (all.empty()) return {0, 0, 0, 0};
-  double mean_a2 = 0;
-  for (const auto& s : all) mean_a2 += s[1] / static_cast<double>(all.size());
-  std::vector<double> per_particle, by_rms;
-  for (const auto& s : all) {
-    per_particle.push_back(std::sqrt(s[0] / s[1]));
-    by_rms.push_back(std::sqrt(s[0] / mean_a2));
-  }
-  const auto median_p99 = [](std::vector<double>& v) {
-    std::sort(v.begin(), v.end());
-    return std::array<double, 2>{v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)]};
-  };
-  const auto [median, p99] = median_p99(per_particle);
-  const auto [rms_median, rms_p99] = median_p99(by_rms);
-  return {median, p99, rms_median, rms_p99};
-}
-
 /// One configuration: the given theta, or (target_error > 0) what the
 /// calibration table chooses for that error in `measure`.
 Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, double theta, double target_error,
@@ -172,7 +129,8 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
                         .threads = options.threads,
                         .root = root,
                         .target_error = target_error,
-                        .error_measure = measure});
+                        .error_measure = measure,
+                        .error_samples = options.check_samples});
   std::vector<Point> a;
   Profile profile;
   double step_total = 0, interactions = 0, cell_interactions = 0, kernel_core_s = 0, targets = 0;
@@ -243,7 +201,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
   row.let_items = counts[1];
   row.error_median = row.error_p99 = row.error_rms_median = row.error_rms_p99 = -1;
   if (options.error_samples > 0) {
-    const ForceError error = force_error(comm, x, m, a, options.particles, options.error_samples, options.softening);
+    const SampledForceError error = sampled_force_error(comm, x, m, a, options.error_samples, options.softening);
     row.error_median = error.median;
     row.error_p99 = error.p99;
     row.error_rms_median = error.rms_median;
@@ -437,6 +395,10 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--softening", options->softening, "Plummer softening length")->capture_default_str();
   command->add_flag("--fp64-accumulation", options->fp64_accumulation, "fp64 sums of fp32 partial sums");
   command->add_option("--error-samples", options->error_samples, "particles checked against a direct sum (0: none)")
+      ->capture_default_str();
+  command->add_option("--check-samples", options->check_samples,
+                      "with --target-errors: targets sampled to check the table's choice on the input "
+                      "(TreeOptions::error_samples; 0: the table alone)")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "rank r's particles come from the random stream seed + r")
       ->capture_default_str();

@@ -1,13 +1,22 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Accuracy on request: the calibration table and the choice it drives.
 
+#include <domex/comm/comm.hpp>
 #include <domex/comm/error.hpp>
 #include <domex/tree/accuracy.hpp>
 #include <domex/tree/tree.hpp>
 
+#include "simd.hpp"
+
+#include <omp.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <string>
+#include <vector>
 
 namespace domex {
 
@@ -78,6 +87,13 @@ constexpr CalibrationPoint calibration[] = {
     {Opening::particles, true, 1.20, 0.0249, 0.00682, 0.0244, 0.00716, 0.117, 139, 372, 117, 96, 323, 59},
 };
 
+// The calibrated error a choice must stay within: the largest over the
+// distributions calibrated for `measure`.
+double envelope(const CalibrationPoint& p, ErrorMeasure measure) {
+  return measure == ErrorMeasure::per_particle ? std::max(p.uniform_error, p.plummer_error)
+                                               : std::max({p.uniform_rms, p.plummer_rms, p.ring_rms});
+}
+
 }  // namespace
 
 std::span<const CalibrationPoint> accuracy_calibration() noexcept { return calibration; }
@@ -86,10 +102,6 @@ AccuracyChoice choose_accuracy(double target, ErrorMeasure measure) {
   if (!(target > 0) || !std::isfinite(target))
     fail("choose_accuracy", "target error " + std::to_string(target) + " not positive and finite");
   const std::span<const CalibrationPoint> table = accuracy_calibration();
-  const auto envelope = [measure](const CalibrationPoint& p) {
-    return measure == ErrorMeasure::per_particle ? std::max(p.uniform_error, p.plummer_error)
-                                                 : std::max({p.uniform_rms, p.plummer_rms, p.ring_rms});
-  };
   const auto cost = [](const CalibrationPoint& p) {
     const double weight = p.quadrupole ? quadrupole_cell_weight : 0.0;
     return 0.5 * (p.uniform_cost + weight * p.uniform_cells + p.plummer_cost + weight * p.plummer_cells);
@@ -109,19 +121,19 @@ AccuracyChoice choose_accuracy(double target, ErrorMeasure measure) {
     double previous = 0;
     std::size_t last_ok = end;  // the largest row within the allowed error
     for (std::size_t k = first; k < end; ++k) {
-      previous = std::max(previous, envelope(table[k]));
+      previous = std::max(previous, envelope(table[k], measure));
       smallest = std::min(smallest, previous);
       if (previous <= allowed) last_ok = k;
     }
     if (last_ok != end) {
       const CalibrationPoint& p = table[last_ok];
       double e0 = 0;  // the non-decreasing envelope at last_ok
-      for (std::size_t k = first; k <= last_ok; ++k) e0 = std::max(e0, envelope(table[k]));
+      for (std::size_t k = first; k <= last_ok; ++k) e0 = std::max(e0, envelope(table[k], measure));
       AccuracyChoice choice{p.theta, p.opening, p.quadrupole, e0, cost(p)};
       if (last_ok + 1 < end) {
         // Log-log interpolation towards the next angle, up to the allowed error.
         const CalibrationPoint& q = table[last_ok + 1];
-        const double e1 = std::max(e0, envelope(q));
+        const double e1 = std::max(e0, envelope(q, measure));
         if (e1 > e0) {
           const double t = std::log(allowed / e0) / std::log(e1 / e0);
           choice.theta = std::exp(std::log(p.theta) + t * (std::log(q.theta) - std::log(p.theta)));
@@ -140,6 +152,106 @@ AccuracyChoice choose_accuracy(double target, ErrorMeasure measure) {
                                 std::to_string(smallest) + ", times the safety margin " +
                                 std::to_string(accuracy_safety_margin));
   return best;
+}
+
+double rescaled_theta(Opening opening, bool quadrupole, ErrorMeasure measure, double theta, double measured,
+                      double goal) {
+  // The configuration's envelope, non-decreasing in theta, in logs.
+  std::vector<std::array<double, 2>> rows;  // log theta, log error
+  double previous = 0;
+  for (const CalibrationPoint& p : accuracy_calibration())
+    if (p.opening == opening && p.quadrupole == quadrupole) {
+      previous = std::max(previous, envelope(p, measure));
+      rows.push_back({std::log(p.theta), std::log(previous)});
+    }
+  if (rows.empty()) fail("rescaled_theta", "no calibration of this opening test and moment order");
+  if (!(measured > 0) || !(goal > 0)) return std::exp(goal > 0 ? rows.back()[0] : rows.front()[0]);
+  // The envelope at log theta t, interpolated (clamped to the table's ends).
+  const auto error_at = [&](double t) {
+    if (t <= rows.front()[0]) return rows.front()[1];
+    for (std::size_t k = 1; k < rows.size(); ++k)
+      if (t <= rows[k][0]) {
+        const double w = (t - rows[k - 1][0]) / (rows[k][0] - rows[k - 1][0]);
+        return rows[k - 1][1] + w * (rows[k][1] - rows[k - 1][1]);
+      }
+    return rows.back()[1];
+  };
+  // The input's curve is the envelope shifted through (theta, measured):
+  // find the largest angle whose envelope is at most `wanted`.
+  const double wanted = error_at(std::log(theta)) + std::log(goal / measured);
+  if (wanted < rows.front()[1]) return std::exp(rows.front()[0]);
+  for (std::size_t k = rows.size() - 1; k > 0; --k)
+    if (wanted >= rows[k - 1][1]) {
+      if (wanted >= rows[k][1]) return std::exp(rows[k][0]);
+      const double w = (wanted - rows[k - 1][1]) / (rows[k][1] - rows[k - 1][1]);
+      return std::exp(rows[k - 1][0] + w * (rows[k][0] - rows[k - 1][0]));
+    }
+  return std::exp(rows.front()[0]);
+}
+
+SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> positions,
+                                      std::span<const double> masses, std::span<const Point> accelerations,
+                                      std::size_t samples, double softening, int threads) {
+  if (masses.size() != positions.size() || accelerations.size() != positions.size())
+    fail("sampled_force_error", "positions, masses and accelerations differ in length");
+  const std::vector<std::size_t> counts = comm.allgather(positions.size());
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  const std::size_t offset =
+      std::accumulate(counts.begin(), counts.begin() + comm.rank(), std::size_t{0});  // of this rank's first particle
+  const std::size_t stride = std::max<std::size_t>(1, total / std::max<std::size_t>(1, samples));
+  // This rank's samples (position, tree acceleration), then everyone's.
+  std::vector<std::array<Point, 2>> mine;
+  for (std::size_t i = (stride - offset % stride) % stride; i < positions.size(); i += stride)
+    mine.push_back({positions[i], accelerations[i]});
+  const std::vector<std::array<Point, 2>> all = comm.allgatherv(std::span<const std::array<Point, 2>>(mine));
+  if (all.empty()) return {};
+  // The pulls of this rank's particles on every sample: a sample per SIMD
+  // lane, blocks of lanes over the threads, each sample's sum over the
+  // particles in index order (the same whatever the thread count).
+  const std::size_t n = all.size(), lanes = tree_detail::list_slack();
+  const std::size_t padded = (n + lanes - 1) / lanes * lanes, blocks = padded / lanes;
+  std::vector<double> sample_xyz(3 * padded), pull(3 * padded);  // x..., y..., z...
+  for (std::size_t s = 0; s < padded; ++s)
+    for (int axis = 0; axis < 3; ++axis) sample_xyz[axis * padded + s] = all[std::min(s, n - 1)][0][axis];
+  const double eps2 = softening * softening;
+  const double* xyz = positions.empty() ? nullptr : positions.front().data();
+  const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::size_t s = b * lanes;
+    tree_detail::direct_sum_fp64(&sample_xyz[s], &sample_xyz[padded + s], &sample_xyz[2 * padded + s], lanes, xyz,
+                                 masses.data(), positions.size(), eps2, &pull[s], &pull[padded + s],
+                                 &pull[2 * padded + s]);
+  }
+  std::vector<double> exact(3 * n);
+  for (std::size_t s = 0; s < n; ++s)
+    for (int axis = 0; axis < 3; ++axis) exact[3 * s + axis] = pull[axis * padded + s];
+  comm.allreduce_in_place(std::span<double>(exact), MPI_SUM);
+  std::vector<double> error2(n), exact2(n);
+  double mean_exact2 = 0;
+  for (std::size_t s = 0; s < n; ++s) {
+    const Point& a = all[s][1];
+    const double d0 = a[0] - exact[3 * s], d1 = a[1] - exact[3 * s + 1], d2 = a[2] - exact[3 * s + 2];
+    error2[s] = d0 * d0 + d1 * d1 + d2 * d2;
+    exact2[s] = exact[3 * s] * exact[3 * s] + exact[3 * s + 1] * exact[3 * s + 1] + exact[3 * s + 2] * exact[3 * s + 2];
+    mean_exact2 += exact2[s] / static_cast<double>(n);
+  }
+  std::vector<double> per_particle(n), by_rms(n);
+  // No force to compare with: an error of 0 if none, else infinite.
+  const auto ratio = [](double e2, double a2) {
+    return a2 > 0 ? std::sqrt(e2 / a2) : e2 > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+  };
+  for (std::size_t s = 0; s < n; ++s) {
+    per_particle[s] = ratio(error2[s], exact2[s]);
+    by_rms[s] = ratio(error2[s], mean_exact2);
+  }
+  const auto quantiles = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    return std::array<double, 2>{v[v.size() / 2], v[std::min(v.size() - 1, v.size() * 99 / 100)]};
+  };
+  const auto [median, p99] = quantiles(per_particle);
+  const auto [rms_median, rms_p99] = quantiles(by_rms);
+  return {median, p99, rms_median, rms_p99, n};
 }
 
 }  // namespace domex

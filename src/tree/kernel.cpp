@@ -283,6 +283,31 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
     }
 }
 
+// The accuracy check's fp64 reference: the pulls of n sources (x, y, z
+// interleaved, and masses) on `count` samples (a multiple of the lanes), a
+// sample per lane, each sample's sum taken over the sources in order. No
+// fused multiply-add: the sums are those of the scalar expression.
+void DirectSumFp64(const double* HWY_RESTRICT sx, const double* HWY_RESTRICT sy, const double* HWY_RESTRICT sz,
+                   std::size_t count, const double* HWY_RESTRICT xyz, const double* HWY_RESTRICT masses,
+                   std::size_t n, double eps2, double* HWY_RESTRICT ax, double* HWY_RESTRICT ay,
+                   double* HWY_RESTRICT az) {
+  const hn::ScalableTag<double> d;
+  // A source at a sample's position without softening adds d = 0 times a finite f.
+  const auto e2 = hn::Set(d, eps2), floor = hn::Set(d, 1e-200);
+  for (std::size_t s = 0; s < count; s += hn::Lanes(d)) {
+    const auto x = hn::LoadU(d, sx + s), y = hn::LoadU(d, sy + s), z = hn::LoadU(d, sz + s);
+    auto fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d);
+    for (std::size_t j = 0; j < n; ++j) {
+      const auto dx = hn::Sub(hn::Set(d, xyz[3 * j]), x), dy = hn::Sub(hn::Set(d, xyz[3 * j + 1]), y),
+                 dz = hn::Sub(hn::Set(d, xyz[3 * j + 2]), z);
+      const auto r2 = hn::Max(hn::Add(hn::Add(hn::Add(hn::Mul(dx, dx), hn::Mul(dy, dy)), hn::Mul(dz, dz)), e2), floor);
+      const auto f = hn::Div(hn::Set(d, masses[j]), hn::Mul(r2, hn::Sqrt(r2)));
+      fx = hn::Add(fx, hn::Mul(f, dx)), fy = hn::Add(fy, hn::Mul(f, dy)), fz = hn::Add(fz, hn::Mul(f, dz));
+    }
+    hn::StoreU(fx, d, ax + s), hn::StoreU(fy, d, ay + s), hn::StoreU(fz, d, az + s);
+  }
+}
+
 std::int64_t Target() { return HWY_TARGET; }
 
 std::size_t DoubleLanes() { return hn::Lanes(hn::ScalableTag<double>()); }
@@ -309,6 +334,7 @@ HWY_EXPORT(GatherParticleRuns);
 HWY_EXPORT(GatherRecords);
 HWY_EXPORT(DoubleLanes);
 HWY_EXPORT(FarCells);
+HWY_EXPORT(DirectSumFp64);
 }  // namespace kernel_detail
 
 namespace tree_detail {
@@ -334,6 +360,11 @@ void gather_records(const double* records, std::size_t stride, const std::uint32
                     const double origin[3], ListFp32 out) {
   HWY_DYNAMIC_DISPATCH(kernel_detail::GatherRecords)(records, stride, index, count, origin, out.x, out.y, out.z,
                                                      out.mass);
+}
+
+void direct_sum_fp64(const double* sx, const double* sy, const double* sz, std::size_t count, const double* xyz,
+                     const double* masses, std::size_t n, double eps2, double* ax, double* ay, double* az) {
+  HWY_DYNAMIC_DISPATCH(kernel_detail::DirectSumFp64)(sx, sy, sz, count, xyz, masses, n, eps2, ax, ay, az);
 }
 
 }  // namespace tree_detail

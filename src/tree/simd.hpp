@@ -52,4 +52,10 @@ void gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::
 void gather_records(const double* records, std::size_t stride, const std::uint32_t* index, std::size_t count,
                     const double origin[3], ListFp32 out);
 
+/// The fp64 pulls (G = 1, softening eps2) of n sources (x, y, z interleaved,
+/// masses) on `count` samples, count a multiple of list_slack() (the double
+/// lanes): a[s] = sum over j in order, written (not added) to ax, ay, az.
+void direct_sum_fp64(const double* sx, const double* sy, const double* sz, std::size_t count, const double* xyz,
+                     const double* masses, std::size_t n, double eps2, double* ax, double* ay, double* az);
+
 }  // namespace domex::tree_detail

@@ -219,6 +219,7 @@ struct TreeForce::State {
   int threads = 1;
   TreeStats stats;
   std::uint64_t calls = 0;
+  bool check_accuracy = false;  // the next gravity compute() measures its error (TreeOptions::error_samples)
 
   // Local particles in Morton order.
   std::vector<KeyIndex> order;
@@ -313,6 +314,8 @@ struct TreeForce::State {
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
   void compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, std::span<Point> a,
                const UserKernel* user, const NearKernel* near, Profile& profile);
+  /// Gravity at the angle that the measured error allows (TreeOptions::error_samples).
+  void compute_checked(std::span<const Point> x, std::span<const double> m, std::span<Point> a, Profile& profile);
 };
 
 bool TreeForce::State::root_stands_in(int from, int to) const {
@@ -1011,6 +1014,7 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
     state_->options.theta = choice.theta;
     state_->options.opening = choice.opening;
     state_->options.quadrupole = choice.quadrupole;
+    state_->check_accuracy = options.error_samples > 0;
   }
   state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
 }
@@ -1023,9 +1027,16 @@ const TreeStats& TreeForce::stats() const noexcept { return state_->stats; }
 const TreeOptions& TreeForce::options() const noexcept { return state_->options; }
 int TreeForce::threads() const noexcept { return state_->threads; }
 
+void TreeForce::recalibrate() noexcept {
+  state_->check_accuracy = state_->options.target_error > 0 && state_->options.error_samples > 0;
+}
+
 void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
                         std::span<Point> accelerations, Profile& profile) {
-  state_->compute(positions, masses, {}, accelerations, nullptr, nullptr, profile);
+  if (state_->check_accuracy)
+    state_->compute_checked(positions, masses, accelerations, profile);
+  else
+    state_->compute(positions, masses, {}, accelerations, nullptr, nullptr, profile);
 }
 
 void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
@@ -1120,6 +1131,95 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
     throw;
   }
   ++calls;
+}
+
+void TreeForce::State::compute_checked(std::span<const Point> x, std::span<const double> m, std::span<Point> a,
+                                       Profile& profile) {
+  const double target = options.target_error;
+  // Below the target: room for the samples' scatter (the median of 256
+  // relative errors moves by ~5 % between sample sets) and for the
+  // prediction's.
+  const double accept = target / 1.15, goal = target / 1.3;
+  const auto error_of = [&](std::span<const Point> forces) {
+    auto timer = profile.phase("accuracy check");
+    return sampled_force_error(comm, x, m, forces, options.error_samples, options.softening, threads)
+        .median_of(options.error_measure);
+  };
+  const auto rescaled = [&](double theta, double error) {
+    return rescaled_theta(options.opening, options.quadrupole, options.error_measure, theta, error, goal);
+  };
+  // Every compute() below builds its lists (calls = 0): they are then those
+  // of the angle it ran at.
+  const auto compute_at = [&](double theta, std::span<Point> forces) {
+    options.theta = theta;
+    calls = 0;
+    compute(x, m, {}, forces, nullptr, nullptr, profile);
+  };
+  // The next angle for the goal: the secant (log-log) through the last two
+  // measurements, or the table's curve through the last one.
+  struct Measured {
+    double theta, error;
+  };
+  std::vector<Measured> tried;
+  const auto next_angle = [&] {
+    const Measured& last = tried.back();
+    if (tried.size() >= 2) {
+      const Measured& before = tried[tried.size() - 2];
+      const double slope = std::log(last.error / before.error) / std::log(last.theta / before.theta);
+      if (slope > 0 && std::isfinite(slope)) return std::exp(std::log(last.theta) + std::log(goal / last.error) / slope);
+    }
+    return rescaled(last.theta, last.error);
+  };
+  double theta = options.theta;
+  compute_at(theta, a);
+  double error = error_of(a);
+  tried.push_back({theta, error});
+  if (error <= accept) {
+    // An input easier than the table's envelope: try the angle it allows,
+    // then once more between it and the kept one if it missed.
+    const TreeStats kept = stats;
+    double too_wide = INFINITY;  // the smallest angle that missed
+    std::vector<Point> trial;
+    for (int tries = 0; tries < 2; ++tries) {
+      const double wider = std::min(next_angle(), 0.98 * too_wide);
+      if (!(wider > 1.02 * theta)) break;
+      trial.resize(a.size());
+      compute_at(wider, trial);
+      const double trial_error = error_of(trial);
+      tried.push_back({wider, trial_error});
+      if (trial_error <= accept) {
+        std::copy(trial.begin(), trial.end(), a.begin());
+        theta = wider, error = trial_error;
+        break;
+      }
+      too_wide = wider;
+    }
+    if (options.theta != theta) {  // the last trial missed
+      if (options.reuse > 1) {
+        compute_at(theta, a);  // the lists kept for re-use must be this angle's
+      } else {
+        options.theta = theta;  // reuse 1: every call builds its lists
+        stats = kept;
+      }
+    }
+  } else {
+    // Harder than the table's inputs: smaller angles, at most three tries.
+    for (int tries = 0; tries < 3 && error > accept; ++tries) {
+      theta = std::min(next_angle(), 0.9 * theta);
+      compute_at(theta, a);
+      error = error_of(a);
+      tried.push_back({theta, error});
+    }
+    if (error > target) {
+      stats.measured_error = error;
+      fail("TreeForce::compute",
+           "target error " + std::to_string(target) + " (" + std::string(to_string(options.error_measure)) +
+               ") not reached on this input: median " + std::to_string(error) + " at theta " + std::to_string(theta) +
+               ", the smallest angle tried (the accelerations are that angle's)");
+    }
+  }
+  stats.measured_error = error;
+  check_accuracy = false;
 }
 
 }  // namespace domex

@@ -63,4 +63,30 @@ TEST(Accuracy, ChoiceMeetsTheTargetAndLooserTargetsCostLess) {
   EXPECT_THROW(domex::choose_accuracy(1e-12, domex::ErrorMeasure::per_particle), domex::Error);
 }
 
+// The calibrated curve shifted through a measurement: the measured angle for
+// the measured error, larger angles for larger goals, clamped to the table.
+TEST(Accuracy, RescaledThetaFollowsTheCalibratedCurve) {
+  for (auto measure : {domex::ErrorMeasure::per_particle, domex::ErrorMeasure::rms})
+    for (auto opening : {domex::Opening::cell, domex::Opening::particles})
+      for (bool quadrupole : {false, true})
+        for (double theta : {0.25, 0.5, 0.77, 1.1}) {
+          const auto rescaled = [&](double measured, double goal) {
+            return domex::rescaled_theta(opening, quadrupole, measure, theta, measured, goal);
+          };
+          EXPECT_NEAR(rescaled(1e-3, 1e-3), theta, 1e-9 * theta);
+          double previous = 0;
+          for (double goal = 1e-6; goal < 1; goal *= 2) {
+            const double next = rescaled(1e-3, goal);
+            EXPECT_GE(next, previous) << goal;
+            EXPECT_GE(next, 0.2 * (1 - 1e-12));
+            EXPECT_LE(next, 1.2 * (1 + 1e-12));
+            previous = next;
+          }
+          EXPECT_LT(rescaled(1e-3, 0.9e-3), theta);  // a smaller error needs a smaller angle
+          EXPECT_GT(rescaled(1e-3, 1.1e-3), theta);
+          EXPECT_NEAR(rescaled(1e-3, 1e-9), 0.2, 1e-12);  // clamped
+          EXPECT_NEAR(rescaled(1e-3, 1e3), 1.2, 1e-12);
+        }
+}
+
 }  // namespace

@@ -615,7 +615,7 @@ TEST(TreeForce, TargetErrorIsReached) {
 
 // The option changes only theta, opening and moments: the forces are bitwise
 // those of the chosen configuration given by hand, and without a target they
-// are those of the plain options.
+// are those of the plain options. (error_samples = 0: the table's choice.)
 TEST(TreeForce, TargetErrorOnlyChoosesTheConfiguration) {
   domex::Comm comm(MPI_COMM_WORLD);
   const auto p = make_particles(comm, Distribution::plummer, sanitized ? 3000 : 12000, 89);
@@ -623,7 +623,7 @@ TEST(TreeForce, TargetErrorOnlyChoosesTheConfiguration) {
                             tree_forces(comm, p, {.softening = softening})));
   for (double target : {4.7e-4, 4.8e-3}) {
     const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
-    domex::TreeForce tree(comm, {.softening = softening, .root = p.root, .target_error = target});
+    domex::TreeForce tree(comm, {.softening = softening, .root = p.root, .target_error = target, .error_samples = 0});
     EXPECT_EQ(tree.options().theta, choice.theta);
     EXPECT_EQ(tree.options().opening, choice.opening);
     EXPECT_EQ(tree.options().quadrupole, choice.quadrupole);
@@ -637,6 +637,109 @@ TEST(TreeForce, TargetErrorOnlyChoosesTheConfiguration) {
   }
   EXPECT_THROW(domex::TreeForce(comm, {.target_error = -1}), domex::Error);
   EXPECT_THROW(domex::TreeForce(comm, {.target_error = 1e-12}), domex::Error);  // below the calibrated range
+}
+
+// The accuracy check (TreeOptions::error_samples, on by default): a Plummer
+// sphere, whose errors are half the uniform set's that set the table's
+// envelope, gets a larger angle than the table's; the forces are those of the
+// angle reported, whatever the thread count; later calls do not check again
+// until recalibrate().
+TEST(TreeForce, CheckedTargetErrorKeepsTheAngleItReports) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const auto p = make_particles(comm, Distribution::plummer, sanitized ? 8000 : 20000, 97);
+  const double target = 4.7e-4;
+  const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
+  std::vector<Point> first;
+  double theta = 0;
+  for (int threads : {1, 2}) {
+    domex::TreeForce tree(comm, {.softening = softening, .threads = threads, .root = p.root, .target_error = target});
+    domex::Profile profile;
+    std::vector<Point> a(p.x.size());
+    tree.compute(p.x, p.m, a, profile);
+    const domex::TreeOptions& chosen = tree.options();
+    EXPECT_GT(chosen.theta, choice.theta * 1.05);
+    EXPECT_EQ(chosen.opening, choice.opening);
+    EXPECT_EQ(chosen.quadrupole, choice.quadrupole);
+    EXPECT_GT(tree.stats().measured_error, 0);
+    EXPECT_LE(tree.stats().measured_error, target / 1.15);
+    EXPECT_TRUE(bitwise_equal(a, tree_forces(comm, p,
+                                             {.theta = chosen.theta, .opening = chosen.opening,
+                                              .quadrupole = chosen.quadrupole, .softening = softening})));
+    if (threads == 1) {
+      first = a, theta = chosen.theta;
+    } else {
+      EXPECT_EQ(chosen.theta, theta);
+      EXPECT_TRUE(bitwise_equal(a, first));
+    }
+    std::vector<Point> again(p.x.size());
+    tree.compute(p.x, p.m, again, profile);
+    EXPECT_EQ(tree.stats().measured_error, 0);
+    EXPECT_EQ(tree.options().theta, chosen.theta);
+    EXPECT_TRUE(bitwise_equal(again, a));
+    tree.recalibrate();
+    tree.compute(p.x, p.m, again, profile);
+    EXPECT_GT(tree.stats().measured_error, 0);
+  }
+  // The same angle with lists re-used: the kept lists are the reported angle's.
+  domex::TreeForce reused(comm, {.reuse = 3, .softening = softening, .root = p.root, .target_error = target});
+  domex::Profile profile;
+  std::vector<Point> a(p.x.size());
+  for (int call = 0; call < 3; ++call) {
+    reused.compute(p.x, p.m, a, profile);
+    EXPECT_EQ(reused.options().theta, theta);
+    EXPECT_TRUE(bitwise_equal(a, first)) << call;
+  }
+}
+
+// An input harder than the table's: with groups of at most 8 targets the
+// table's angle for 4.8e-3 misses it (6e-3 measured at 2e4 particles, np 1
+// and 3); the check narrows the angle until it is reached.
+TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const std::size_t n = sanitized ? 8000 : 20000, stride = n / 1000;
+  const auto p = make_particles(comm, Distribution::uniform, n, 101);
+  const auto exact = direct_sums(comm, p, stride);
+  const double target = 4.8e-3;
+  const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
+  domex::TreeStats stats;
+  const domex::TreeOptions table{.group_limit = 8, .softening = softening, .target_error = target, .error_samples = 0};
+  const double table_error = quantile(relative_errors(comm, exact, tree_forces(comm, p, table)), 0.5);
+  domex::TreeOptions checked = table;
+  checked.error_samples = 256;
+  checked.root = p.root;
+  domex::TreeForce tree(comm, checked);
+  domex::Profile profile;
+  std::vector<Point> a(p.x.size());
+  tree.compute(p.x, p.m, a, profile);
+  const double error = quantile(relative_errors(comm, exact, a), 0.5);
+  if (comm.rank() == 0)
+    std::printf("groups of 8, target %.3g: the table's theta %.3f gives %.3g, the checked theta %.3f gives %.3g\n", target,
+                choice.theta, table_error, tree.options().theta, error);
+  EXPECT_GT(table_error, target);  // what makes the input harder
+  EXPECT_LT(tree.options().theta, choice.theta);
+  EXPECT_LE(error, target);
+  EXPECT_LE(tree.stats().measured_error, target / 1.15);
+}
+
+// The sampled error itself: exact forces give ~0, zero forces give a
+// per-particle error of 1, and the result does not depend on the threads.
+TEST(TreeForce, SampledForceErrorAgainstKnownForces) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const std::size_t n = 3000;
+  const auto p = make_particles(comm, Distribution::uniform, n, 103);
+  const auto exact = tree_forces(comm, p, {.theta = 0, .softening = softening, .fp64_accumulation = true});
+  const auto close = domex::sampled_force_error(comm, p.x, p.m, exact, 100, softening, 1);
+  EXPECT_EQ(close.samples, 100u);  // every 30th of 3000
+  EXPECT_LT(close.median, 1e-5);
+  EXPECT_LT(close.rms_p99, 1e-4);
+  const auto two = domex::sampled_force_error(comm, p.x, p.m, exact, 100, softening, 2);
+  EXPECT_EQ(two.median, close.median);
+  EXPECT_EQ(two.rms_median, close.rms_median);
+  const std::vector<Point> zero(p.x.size(), Point{0, 0, 0});
+  const auto none = domex::sampled_force_error(comm, p.x, p.m, zero, 100, softening);
+  EXPECT_DOUBLE_EQ(none.median, 1.0);
+  EXPECT_DOUBLE_EQ(none.p99, 1.0);
+  EXPECT_EQ(domex::sampled_force_error(comm, {}, {}, {}, 100, softening).samples, 0u);
 }
 
 }  // namespace

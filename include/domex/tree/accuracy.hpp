@@ -18,12 +18,15 @@
 //   domex::TreeForce tree(comm, {.softening = 1.0 / 32, .target_error = 4.8e-3});
 //   tree.options().theta;   // the theta chosen
 
+#include <domex/decompose/box.hpp>
+
 #include <cstddef>
 #include <span>
 #include <string_view>
 
 namespace domex {
 
+class Comm;
 enum class Opening;
 
 /// How a force error is measured: over sampled targets i against an exact
@@ -85,5 +88,37 @@ inline constexpr double accuracy_safety_margin = 1.5;
 /// 1 + quadrupole_cell_weight times. Throws domex::Error if
 /// target is not positive and finite or below what the table reaches.
 AccuracyChoice choose_accuracy(double target, ErrorMeasure measure);
+
+/// The opening angle at which a configuration's calibrated error envelope
+/// (as in choose_accuracy), scaled so that it passes through `measured` at
+/// `theta`, equals `goal`: how far to move theta for an input whose error
+/// was measured at `theta` (log-log interpolation, clamped to the table's
+/// angles, 0.2..1.2). Throws domex::Error for a configuration not in the table.
+double rescaled_theta(Opening opening, bool quadrupole, ErrorMeasure measure, double theta, double measured,
+                      double goal);
+
+/// Force errors at sampled targets (see ErrorMeasure): medians and 99th
+/// percentiles over the samples, the same on every rank.
+struct SampledForceError {
+  double median = 0, p99 = 0;          ///< per particle
+  double rms_median = 0, rms_p99 = 0;  ///< by rms |a|
+  std::size_t samples = 0;             ///< targets checked, all ranks
+  [[nodiscard]] double median_of(ErrorMeasure measure) const noexcept {
+    return measure == ErrorMeasure::per_particle ? median : rms_median;
+  }
+};
+
+/// Collective. The errors of `accelerations` (of the particles at
+/// `positions` with `masses`, distributed over the ranks of `comm`) at every
+/// max(1, N / samples)-th particle in the ranks' order (rank, then index),
+/// N the total count, against an fp64 direct sum with Plummer softening
+/// over every rank's particles (G = 1; a particle at a target's own position
+/// adds nothing). Each rank sums its own particles' pulls on all samples,
+/// then one allreduce: O(samples x local particles) work per rank on
+/// `threads` OpenMP threads (0: OpenMP's default), O(samples) memory; the
+/// result does not depend on the thread count. Zero samples when N is 0.
+SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> positions,
+                                      std::span<const double> masses, std::span<const Point> accelerations,
+                                      std::size_t samples, double softening, int threads = 0);
 
 }  // namespace domex

@@ -110,11 +110,27 @@ struct TreeOptions {
   /// > 0: accuracy on request. theta, opening and quadrupole are replaced by
   /// choose_accuracy(target_error, error_measure) (accuracy.hpp): the
   /// cheapest configuration whose calibrated median error, times a safety
-  /// margin, is at most this. TreeForce::options() shows the choice.
+  /// margin, is at most this, then checked on the input (error_samples).
+  /// TreeForce::options() shows the choice.
   /// Calibrated with the defaults of the other options and softening 1/32
   /// (of a unit-mass set of size ~1); see docs/tree_accuracy.md.
   double target_error = 0;
   ErrorMeasure error_measure = ErrorMeasure::per_particle;  ///< what target_error measures
+  /// With target_error > 0, the first gravity compute() (the overload without
+  /// a kernel) checks the table's choice on the input itself: it measures the
+  /// median error at this many sampled targets against an fp64 direct sum
+  /// (sampled_force_error, accuracy.hpp) and moves theta to what this input
+  /// allows (the calibrated curve shifted through the measurement, aiming at
+  /// target / 1.3), computes again and keeps the larger angle only if its
+  /// measured error is within target / 1.15; an input harder than the table's
+  /// gets a smaller angle (up to three tries). That call computes the forces
+  /// two to four times and pays the direct sums (samples x N interactions
+  /// each); later calls run at the angle kept (TreeForce::options().theta).
+  /// If no angle reaches the target the call throws domex::Error on every
+  /// rank (the accelerations are those of the smallest angle tried). The
+  /// choice depends on the rank count (the samples), not on threads or LET
+  /// mode. 0: the table's choice as it is.
+  std::size_t error_samples = 256;
 };
 
 /// A particle in an interaction list (an EPJ in FDPS's words).
@@ -165,6 +181,10 @@ struct TreeStats {
   std::size_t let_items_sent = 0, let_items_received = 0;
   std::size_t let_messages_sent = 0, let_messages_received = 0;
   bool lists_built = false;  ///< false on a call that re-used the lists
+  /// On a call that checked the accuracy (TreeOptions::error_samples): the
+  /// median error measured at the angle kept, in TreeOptions::error_measure;
+  /// else 0.
+  double measured_error = 0;
   // Parts of "build tree", seconds.
   double keys_s = 0, sort_s = 0, link_s = 0, moments_s = 0;
   // Wall-clock seconds of the walk and of the kernel inside the parallel loop.
@@ -210,6 +230,11 @@ class TreeForce {
   /// A user kernel in place of gravity, with velocities in its lists.
   void compute(std::span<const Point> positions, std::span<const double> masses, std::span<const Point> velocities,
                std::span<Point> accelerations, const UserKernel& kernel, Profile& profile);
+
+  /// With TreeOptions::target_error and error_samples > 0: the next gravity
+  /// compute() checks the accuracy again, starting from the current angle
+  /// (after the particles' distribution has changed, say).
+  void recalibrate() noexcept;
 
   [[nodiscard]] const TreeStats& stats() const noexcept;
   [[nodiscard]] const TreeOptions& options() const noexcept;
