@@ -1136,10 +1136,11 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
 void TreeForce::State::compute_checked(std::span<const Point> x, std::span<const double> m, std::span<Point> a,
                                        Profile& profile) {
   const double target = options.target_error;
-  // Below the target: room for the samples' scatter (the median of 256
-  // relative errors moves by ~5 % between sample sets) and for the
-  // prediction's.
-  const double accept = target / 1.15, goal = target / 1.3;
+  // Below the target: room for the samples' scatter (the median of 512
+  // samples is a ~5 % estimate of the input's) and for the prediction's. In
+  // the tests (2e4 particles, np 1-3) and at 1e5, errors measured at 2000
+  // other samples came to at most 0.81 of the target.
+  const double accept = target / 1.25, goal = target / 1.4;
   const auto error_of = [&](std::span<const Point> forces) {
     auto timer = profile.phase("accuracy check");
     return sampled_force_error(comm, x, m, forces, options.error_samples, options.softening, threads)

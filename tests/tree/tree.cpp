@@ -141,13 +141,14 @@ double quantile(const std::vector<double>& sorted, double q) {
 }
 
 std::vector<Point> tree_forces(domex::Comm& comm, const Particles& p, domex::TreeOptions options,
-                               domex::TreeStats* stats = nullptr) {
+                               domex::TreeStats* stats = nullptr, domex::TreeOptions* used = nullptr) {
   options.root = p.root;
   domex::TreeForce tree(comm, options);
   domex::Profile profile;
   std::vector<Point> a(p.x.size());
   tree.compute(p.x, p.m, a, profile);
   if (stats) *stats = tree.stats();
+  if (used) *used = tree.options();
   return a;
 }
 
@@ -596,17 +597,17 @@ TEST(TreeForce, TargetErrorIsReached) {
       if (distribution == Distribution::ring && target.measure == domex::ErrorMeasure::per_particle) continue;
       domex::TreeStats stats;
       const domex::TreeOptions options{.softening = softening, .target_error = target.error, .error_measure = target.measure};
-      const auto a = tree_forces(comm, p, options, &stats);
+      domex::TreeOptions used;  // the configuration chosen and checked
+      const auto a = tree_forces(comm, p, options, &stats, &used);
       const auto errors =
           target.measure == domex::ErrorMeasure::per_particle ? relative_errors(comm, exact, a) : rms_errors(comm, exact, a);
       ASSERT_EQ(errors.size(), n / stride);
       const double median = quantile(errors, 0.5);
-      const domex::AccuracyChoice choice = domex::choose_accuracy(target.error, target.measure);
       const double cost = interactions_per_particle(comm, stats);  // collective: on every rank
       if (comm.rank() == 0)
         std::printf("%s, target %.3g %s: theta %.3f %s %s, %.0f interactions/particle, median error %.3g\n",
-                    name_of(distribution), target.error, std::string(to_string(target.measure)).c_str(), choice.theta,
-                    std::string(to_string(choice.opening)).c_str(), choice.quadrupole ? "quadrupole" : "monopole", cost,
+                    name_of(distribution), target.error, std::string(to_string(target.measure)).c_str(), used.theta,
+                    std::string(to_string(used.opening)).c_str(), used.quadrupole ? "quadrupole" : "monopole", cost,
                     median);
       EXPECT_LE(median, target.error) << name_of(distribution) << " " << to_string(target.measure) << " " << target.error;
     }
@@ -661,7 +662,7 @@ TEST(TreeForce, CheckedTargetErrorKeepsTheAngleItReports) {
     EXPECT_EQ(chosen.opening, choice.opening);
     EXPECT_EQ(chosen.quadrupole, choice.quadrupole);
     EXPECT_GT(tree.stats().measured_error, 0);
-    EXPECT_LE(tree.stats().measured_error, target / 1.15);
+    EXPECT_LE(tree.stats().measured_error, target / 1.25);
     EXPECT_TRUE(bitwise_equal(a, tree_forces(comm, p,
                                              {.theta = chosen.theta, .opening = chosen.opening,
                                               .quadrupole = chosen.quadrupole, .softening = softening})));
@@ -705,7 +706,7 @@ TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
   const domex::TreeOptions table{.group_limit = 8, .softening = softening, .target_error = target, .error_samples = 0};
   const double table_error = quantile(relative_errors(comm, exact, tree_forces(comm, p, table)), 0.5);
   domex::TreeOptions checked = table;
-  checked.error_samples = 256;
+  checked.error_samples = 512;
   checked.root = p.root;
   domex::TreeForce tree(comm, checked);
   domex::Profile profile;
@@ -718,7 +719,7 @@ TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
   EXPECT_GT(table_error, target);  // what makes the input harder
   EXPECT_LT(tree.options().theta, choice.theta);
   EXPECT_LE(error, target);
-  EXPECT_LE(tree.stats().measured_error, target / 1.15);
+  EXPECT_LE(tree.stats().measured_error, target / 1.25);
 }
 
 // The sampled error itself: exact forces give ~0, zero forces give a

@@ -121,8 +121,8 @@ struct TreeOptions {
   /// median error at this many sampled targets against an fp64 direct sum
   /// (sampled_force_error, accuracy.hpp) and moves theta to what this input
   /// allows (the calibrated curve shifted through the measurement, aiming at
-  /// target / 1.3), computes again and keeps the larger angle only if its
-  /// measured error is within target / 1.15; an input harder than the table's
+  /// target / 1.4), computes again and keeps the larger angle only if its
+  /// measured error is within target / 1.25; an input harder than the table's
   /// gets a smaller angle (up to three tries). That call computes the forces
   /// two to four times and pays the direct sums (samples x N interactions
   /// each); later calls run at the angle kept (TreeForce::options().theta).
@@ -130,7 +130,7 @@ struct TreeOptions {
   /// rank (the accelerations are those of the smallest angle tried). The
   /// choice depends on the rank count (the samples), not on threads or LET
   /// mode. 0: the table's choice as it is.
-  std::size_t error_samples = 256;
+  std::size_t error_samples = 512;
 };
 
 /// A particle in an interaction list (an EPJ in FDPS's words).
