@@ -51,7 +51,7 @@ struct TreeBenchOptions {
   double softening = 1.0 / 32;
   bool fp64_accumulation = false;
   std::size_t error_samples = 2000;  ///< 0: no force error
-  std::size_t check_samples = TreeOptions{}.error_samples;  ///< TreeOptions::error_samples
+  std::size_t check_samples = TreeOptions{}.check_samples;  ///< TreeOptions::check_samples
   std::uint64_t seed = 2024;         ///< rank r draws its particles from the stream seed + r
   std::string json;
 };
@@ -130,7 +130,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
                         .root = root,
                         .target_error = target_error,
                         .error_measure = measure,
-                        .error_samples = options.check_samples});
+                        .check_samples = options.check_samples});
   std::vector<Point> a;
   Profile profile;
   double step_total = 0, interactions = 0, cell_interactions = 0, kernel_core_s = 0, targets = 0;
@@ -398,7 +398,7 @@ const Registration registration{[](CLI::App& app) {
       ->capture_default_str();
   command->add_option("--check-samples", options->check_samples,
                       "with --target-errors: targets sampled to check the table's choice on the input "
-                      "(TreeOptions::error_samples; 0: the table alone)")
+                      "(TreeOptions::check_samples; 0: the table alone)")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "rank r's particles come from the random stream seed + r")
       ->capture_default_str();

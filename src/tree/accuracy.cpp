@@ -192,8 +192,13 @@ double rescaled_theta(Opening opening, bool quadrupole, ErrorMeasure measure, do
 SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> positions,
                                       std::span<const double> masses, std::span<const Point> accelerations,
                                       std::size_t samples, double softening, int threads) {
-  if (masses.size() != positions.size() || accelerations.size() != positions.size())
-    fail("sampled_force_error", "positions, masses and accelerations differ in length");
+  // Every rank agrees on validity before any data moves.
+  const bool bad = masses.size() != positions.size() || accelerations.size() != positions.size();
+  if (comm.allreduce(bad ? 1 : 0, MPI_MAX))
+    fail("sampled_force_error", bad ? "positions (" + std::to_string(positions.size()) + "), masses (" +
+                                          std::to_string(masses.size()) + ") and accelerations (" +
+                                          std::to_string(accelerations.size()) + ") differ in length"
+                                    : std::string("invalid input on another rank"));
   const std::vector<std::size_t> counts = comm.allgather(positions.size());
   const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
   const std::size_t offset =
@@ -237,9 +242,11 @@ SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> p
     mean_exact2 += exact2[s] / static_cast<double>(n);
   }
   std::vector<double> per_particle(n), by_rms(n);
-  // No force to compare with: an error of 0 if none, else infinite.
+  // No force to compare with: an error of 0 if none, else infinite (also
+  // for a force that is not a number).
   const auto ratio = [](double e2, double a2) {
-    return a2 > 0 ? std::sqrt(e2 / a2) : e2 > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    const double r = a2 > 0 ? std::sqrt(e2 / a2) : e2 > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
   };
   for (std::size_t s = 0; s < n; ++s) {
     per_particle[s] = ratio(error2[s], exact2[s]);
@@ -251,7 +258,11 @@ SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> p
   };
   const auto [median, p99] = quantiles(per_particle);
   const auto [rms_median, rms_p99] = quantiles(by_rms);
-  return {median, p99, rms_median, rms_p99, n};
+  // The same on every rank, bit for bit (MPI only recommends that an
+  // allreduce give every rank the same sums): callers branch on these.
+  std::array<double, 4> result{median, p99, rms_median, rms_p99};
+  comm.allreduce_in_place(std::span<double>(result), MPI_MAX);
+  return {result[0], result[1], result[2], result[3], n};
 }
 
 }  // namespace domex

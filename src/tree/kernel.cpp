@@ -285,23 +285,23 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
 
 // The accuracy check's fp64 reference: the pulls of n sources (x, y, z
 // interleaved, and masses) on `count` samples (a multiple of the lanes), a
-// sample per lane, each sample's sum taken over the sources in order. No
-// fused multiply-add: the sums are those of the scalar expression.
+// sample per lane, each sample's sum taken over the sources in order (so
+// the same whatever the threads that share the samples out).
 void DirectSumFp64(const double* HWY_RESTRICT sx, const double* HWY_RESTRICT sy, const double* HWY_RESTRICT sz,
                    std::size_t count, const double* HWY_RESTRICT xyz, const double* HWY_RESTRICT masses,
                    std::size_t n, double eps2, double* HWY_RESTRICT ax, double* HWY_RESTRICT ay,
                    double* HWY_RESTRICT az) {
   const hn::ScalableTag<double> d;
-  // A source at a sample's position without softening adds d = 0 times a finite f.
-  const auto e2 = hn::Set(d, eps2), floor = hn::Set(d, 1e-200);
+  // A source at a sample's position without softening (r2 = 0) adds nothing.
+  const auto e2 = hn::Set(d, eps2), zero = hn::Zero(d);
   for (std::size_t s = 0; s < count; s += hn::Lanes(d)) {
     const auto x = hn::LoadU(d, sx + s), y = hn::LoadU(d, sy + s), z = hn::LoadU(d, sz + s);
     auto fx = hn::Zero(d), fy = hn::Zero(d), fz = hn::Zero(d);
     for (std::size_t j = 0; j < n; ++j) {
       const auto dx = hn::Sub(hn::Set(d, xyz[3 * j]), x), dy = hn::Sub(hn::Set(d, xyz[3 * j + 1]), y),
                  dz = hn::Sub(hn::Set(d, xyz[3 * j + 2]), z);
-      const auto r2 = hn::Max(hn::Add(hn::Add(hn::Add(hn::Mul(dx, dx), hn::Mul(dy, dy)), hn::Mul(dz, dz)), e2), floor);
-      const auto f = hn::Div(hn::Set(d, masses[j]), hn::Mul(r2, hn::Sqrt(r2)));
+      const auto r2 = hn::Add(hn::Add(hn::Add(hn::Mul(dx, dx), hn::Mul(dy, dy)), hn::Mul(dz, dz)), e2);
+      const auto f = hn::IfThenZeroElse(hn::Eq(r2, zero), hn::Div(hn::Set(d, masses[j]), hn::Mul(r2, hn::Sqrt(r2))));
       fx = hn::Add(fx, hn::Mul(f, dx)), fy = hn::Add(fy, hn::Mul(f, dy)), fz = hn::Add(fz, hn::Mul(f, dz));
     }
     hn::StoreU(fx, d, ax + s), hn::StoreU(fy, d, ay + s), hn::StoreU(fz, d, az + s);

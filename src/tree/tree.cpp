@@ -219,7 +219,7 @@ struct TreeForce::State {
   int threads = 1;
   TreeStats stats;
   std::uint64_t calls = 0;
-  bool check_accuracy = false;  // the next gravity compute() measures its error (TreeOptions::error_samples)
+  bool check_accuracy = false;  // the next gravity compute() measures its error (TreeOptions::check_samples)
 
   // Local particles in Morton order.
   std::vector<KeyIndex> order;
@@ -314,7 +314,7 @@ struct TreeForce::State {
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
   void compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, std::span<Point> a,
                const UserKernel* user, const NearKernel* near, Profile& profile);
-  /// Gravity at the angle that the measured error allows (TreeOptions::error_samples).
+  /// Gravity at the angle that the measured error allows (TreeOptions::check_samples).
   void compute_checked(std::span<const Point> x, std::span<const double> m, std::span<Point> a, Profile& profile);
 };
 
@@ -1014,7 +1014,7 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
     state_->options.theta = choice.theta;
     state_->options.opening = choice.opening;
     state_->options.quadrupole = choice.quadrupole;
-    state_->check_accuracy = options.error_samples > 0;
+    state_->check_accuracy = options.check_samples > 0;
   }
   state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
 }
@@ -1028,7 +1028,7 @@ const TreeOptions& TreeForce::options() const noexcept { return state_->options;
 int TreeForce::threads() const noexcept { return state_->threads; }
 
 void TreeForce::recalibrate() noexcept {
-  state_->check_accuracy = state_->options.target_error > 0 && state_->options.error_samples > 0;
+  state_->check_accuracy = state_->options.target_error > 0 && state_->options.check_samples > 0;
 }
 
 void TreeForce::compute(std::span<const Point> positions, std::span<const double> masses,
@@ -1141,10 +1141,9 @@ void TreeForce::State::compute_checked(std::span<const Point> x, std::span<const
   // the tests (2e4 particles, np 1-3) and at 1e5, errors measured at 2000
   // other samples came to at most 0.81 of the target.
   const double accept = target / 1.25, goal = target / 1.4;
-  const auto error_of = [&](std::span<const Point> forces) {
+  const auto measure = [&](std::span<const Point> forces) {
     auto timer = profile.phase("accuracy check");
-    return sampled_force_error(comm, x, m, forces, options.error_samples, options.softening, threads)
-        .median_of(options.error_measure);
+    return sampled_force_error(comm, x, m, forces, options.check_samples, options.softening, threads);
   };
   const auto rescaled = [&](double theta, double error) {
     return rescaled_theta(options.opening, options.quadrupole, options.error_measure, theta, error, goal);
@@ -1157,36 +1156,42 @@ void TreeForce::State::compute_checked(std::span<const Point> x, std::span<const
     compute(x, m, {}, forces, nullptr, nullptr, profile);
   };
   // The next angle for the goal: the secant (log-log) through the last two
-  // measurements, or the table's curve through the last one.
+  // measurements, or the table's curve through the last one; never more
+  // than a factor 2 from the last angle nor past the table's largest.
   struct Measured {
     double theta, error;
   };
   std::vector<Measured> tried;
   const auto next_angle = [&] {
     const Measured& last = tried.back();
+    double next = rescaled(last.theta, last.error);
     if (tried.size() >= 2) {
       const Measured& before = tried[tried.size() - 2];
       const double slope = std::log(last.error / before.error) / std::log(last.theta / before.theta);
-      if (slope > 0 && std::isfinite(slope)) return std::exp(std::log(last.theta) + std::log(goal / last.error) / slope);
+      if (slope > 0 && std::isfinite(slope)) next = std::exp(std::log(last.theta) + std::log(goal / last.error) / slope);
     }
-    return rescaled(last.theta, last.error);
+    return std::clamp(next, 0.5 * last.theta, std::min(2 * last.theta, accuracy_calibration().back().theta));
   };
   double theta = options.theta;
   compute_at(theta, a);
-  double error = error_of(a);
+  const SampledForceError first = measure(a);
+  if (first.samples == 0) return;  // no particles anywhere: check at the next call
+  double error = first.median_of(options.error_measure);
   tried.push_back({theta, error});
-  if (error <= accept) {
+  if (error == 0) {
+    // Nothing to measure against (forces exact at the samples): the table's angle.
+  } else if (error <= accept) {
     // An input easier than the table's envelope: try the angle it allows,
     // then once more between it and the kept one if it missed.
     const TreeStats kept = stats;
-    double too_wide = INFINITY;  // the smallest angle that missed
+    double too_wide = std::numeric_limits<double>::infinity();  // the smallest angle that missed
     std::vector<Point> trial;
     for (int tries = 0; tries < 2; ++tries) {
       const double wider = std::min(next_angle(), 0.98 * too_wide);
       if (!(wider > 1.02 * theta)) break;
       trial.resize(a.size());
       compute_at(wider, trial);
-      const double trial_error = error_of(trial);
+      const double trial_error = measure(trial).median_of(options.error_measure);
       tried.push_back({wider, trial_error});
       if (trial_error <= accept) {
         std::copy(trial.begin(), trial.end(), a.begin());
@@ -1204,19 +1209,20 @@ void TreeForce::State::compute_checked(std::span<const Point> x, std::span<const
       }
     }
   } else {
-    // Harder than the table's inputs: smaller angles, at most three tries.
-    for (int tries = 0; tries < 3 && error > accept; ++tries) {
-      theta = std::min(next_angle(), 0.9 * theta);
+    // Harder than the table's inputs (or not finite): smaller angles, at
+    // most three tries; kept once within the target.
+    for (int tries = 0; tries < 3 && !(error <= accept); ++tries) {
+      theta = std::isfinite(error) ? std::min(next_angle(), 0.9 * theta) : 0.5 * theta;
       compute_at(theta, a);
-      error = error_of(a);
+      error = measure(a).median_of(options.error_measure);
       tried.push_back({theta, error});
     }
-    if (error > target) {
+    if (!(error <= target)) {
       stats.measured_error = error;
       fail("TreeForce::compute",
            "target error " + std::to_string(target) + " (" + std::string(to_string(options.error_measure)) +
                ") not reached on this input: median " + std::to_string(error) + " at theta " + std::to_string(theta) +
-               ", the smallest angle tried (the accelerations are that angle's)");
+               ", the smallest angle tried (the accelerations are that angle's; the next call checks again from it)");
     }
   }
   stats.measured_error = error;

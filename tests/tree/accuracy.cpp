@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
+#include <domex/comm/comm.hpp>
 #include <domex/tree/accuracy.hpp>
 #include <domex/tree/tree.hpp>
 
@@ -6,7 +7,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -87,6 +91,66 @@ TEST(Accuracy, RescaledThetaFollowsTheCalibratedCurve) {
           EXPECT_NEAR(rescaled(1e-3, 1e-9), 0.2, 1e-12);  // clamped
           EXPECT_NEAR(rescaled(1e-3, 1e3), 1.2, 1e-12);
         }
+}
+
+using domex::Point;
+
+// sampled_force_error: exact forces give ~0, zero forces a per-particle error
+// of 1; the result does not depend on the threads nor on which ranks hold the
+// particles' samples, and is the same on every rank.
+TEST(Accuracy, SampledForceErrorAgainstKnownForces) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const std::size_t n = 3000;
+  const double softening = 1.0 / 32;
+  // Particle i on rank i % size, uniform in the unit cube.
+  std::mt19937_64 random(103);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<Point> x;
+  std::vector<double> m;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Point p{u(random), u(random), u(random)};
+    if (i % static_cast<std::size_t>(comm.size()) != static_cast<std::size_t>(comm.rank())) continue;
+    x.push_back(p);
+    m.push_back(1.0 / static_cast<double>(n));
+  }
+  domex::TreeForce tree(comm, {.theta = 0, .softening = softening, .fp64_accumulation = true});
+  domex::Profile profile;
+  std::vector<Point> exact(x.size());
+  tree.compute(x, m, exact, profile);
+  const auto close = domex::sampled_force_error(comm, x, m, exact, 100, softening, 1);
+  EXPECT_EQ(close.samples, 100u);  // every 30th of 3000
+  EXPECT_LT(close.median, 1e-5);
+  EXPECT_LT(close.rms_p99, 1e-4);
+  const auto two = domex::sampled_force_error(comm, x, m, exact, 100, softening, 2);
+  EXPECT_EQ(two.median, close.median);
+  EXPECT_EQ(two.rms_median, close.rms_median);
+  EXPECT_EQ(comm.allreduce(close.median, MPI_MAX), close.median);
+  EXPECT_EQ(comm.allreduce(close.median, MPI_MIN), close.median);
+  const std::vector<Point> zero(x.size(), Point{0, 0, 0});
+  const auto none = domex::sampled_force_error(comm, x, m, zero, 100, softening);
+  EXPECT_DOUBLE_EQ(none.median, 1.0);
+  EXPECT_DOUBLE_EQ(none.p99, 1.0);
+  // A force that is not a number counts as an infinite error.
+  std::vector<Point> broken = exact;
+  for (auto& a : broken) a[0] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(domex::sampled_force_error(comm, x, m, broken, 100, softening).median,
+            std::numeric_limits<double>::infinity());
+  // Every particle on rank 0: the same number of samples, still ~0.
+  const auto all_x = comm.allgatherv(std::span<const Point>(x));
+  const auto all_m = comm.allgatherv(std::span<const double>(m));
+  const auto all_a = comm.allgatherv(std::span<const Point>(exact));
+  const bool root = comm.rank() == 0;
+  const auto gathered = domex::sampled_force_error(comm, root ? std::span<const Point>(all_x) : std::span<const Point>{},
+                                                   root ? std::span<const double>(all_m) : std::span<const double>{},
+                                                   root ? std::span<const Point>(all_a) : std::span<const Point>{},
+                                                   100, softening);
+  EXPECT_EQ(gathered.samples, 100u);
+  EXPECT_LT(gathered.median, 1e-5);
+  // No particles anywhere: no samples. Spans of different lengths on one
+  // rank: an error on every rank.
+  EXPECT_EQ(domex::sampled_force_error(comm, {}, {}, {}, 100, softening).samples, 0u);
+  const std::vector<double> short_m(root ? m.size() - 1 : m.size());
+  EXPECT_THROW(domex::sampled_force_error(comm, x, short_m, exact, 100, softening), domex::Error);
 }
 
 }  // namespace

@@ -115,8 +115,11 @@ struct SampledForceError {
 /// over every rank's particles (G = 1; a particle at a target's own position
 /// adds nothing). Each rank sums its own particles' pulls on all samples,
 /// then one allreduce: O(samples x local particles) work per rank on
-/// `threads` OpenMP threads (0: OpenMP's default), O(samples) memory; the
-/// result does not depend on the thread count. Zero samples when N is 0.
+/// `threads` OpenMP threads (0: OpenMP's default), O(samples) memory. The
+/// result is the same on every rank and does not depend on the thread count;
+/// a sample whose force is not a number counts as an infinite error. Zero
+/// samples when N is 0. Spans of different lengths on any rank: domex::Error
+/// on every rank.
 SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> positions,
                                       std::span<const double> masses, std::span<const Point> accelerations,
                                       std::size_t samples, double softening, int threads = 0);

@@ -110,7 +110,7 @@ struct TreeOptions {
   /// > 0: accuracy on request. theta, opening and quadrupole are replaced by
   /// choose_accuracy(target_error, error_measure) (accuracy.hpp): the
   /// cheapest configuration whose calibrated median error, times a safety
-  /// margin, is at most this, then checked on the input (error_samples).
+  /// margin, is at most this, then checked on the input (check_samples).
   /// TreeForce::options() shows the choice.
   /// Calibrated with the defaults of the other options and softening 1/32
   /// (of a unit-mass set of size ~1); see docs/tree_accuracy.md.
@@ -123,14 +123,16 @@ struct TreeOptions {
   /// allows (the calibrated curve shifted through the measurement, aiming at
   /// target / 1.4), computes again and keeps the larger angle only if its
   /// measured error is within target / 1.25; an input harder than the table's
-  /// gets a smaller angle (up to three tries). That call computes the forces
-  /// two to four times and pays the direct sums (samples x N interactions
-  /// each); later calls run at the angle kept (TreeForce::options().theta).
-  /// If no angle reaches the target the call throws domex::Error on every
-  /// rank (the accelerations are those of the smallest angle tried). The
-  /// choice depends on the rank count (the samples), not on threads or LET
-  /// mode. 0: the table's choice as it is.
-  std::size_t error_samples = 512;
+  /// gets smaller angles (up to three tries), kept once within the target.
+  /// That call computes the forces one to four times and pays the direct sums
+  /// (samples x N interactions each); later calls run at the angle kept
+  /// (TreeForce::options().theta). If no angle reaches the target the call
+  /// throws domex::Error on every rank; the accelerations and options().theta
+  /// are then the smallest angle tried's, and the next call checks again
+  /// from it. A call without particles on any rank checks nothing (the next
+  /// one does). The choice depends on the rank count (the samples), not on
+  /// threads or LET mode. 0: the table's choice as it is.
+  std::size_t check_samples = 512;
 };
 
 /// A particle in an interaction list (an EPJ in FDPS's words).
@@ -181,9 +183,9 @@ struct TreeStats {
   std::size_t let_items_sent = 0, let_items_received = 0;
   std::size_t let_messages_sent = 0, let_messages_received = 0;
   bool lists_built = false;  ///< false on a call that re-used the lists
-  /// On a call that checked the accuracy (TreeOptions::error_samples): the
-  /// median error measured at the angle kept, in TreeOptions::error_measure;
-  /// else 0.
+  /// On a call that checked the accuracy (TreeOptions::check_samples): the
+  /// median error measured at the angle kept, in TreeOptions::error_measure
+  /// (0 if the forces were exact at the samples); else 0.
   double measured_error = 0;
   // Parts of "build tree", seconds.
   double keys_s = 0, sort_s = 0, link_s = 0, moments_s = 0;
@@ -231,7 +233,7 @@ class TreeForce {
   void compute(std::span<const Point> positions, std::span<const double> masses, std::span<const Point> velocities,
                std::span<Point> accelerations, const UserKernel& kernel, Profile& profile);
 
-  /// With TreeOptions::target_error and error_samples > 0: the next gravity
+  /// With TreeOptions::target_error and check_samples > 0: the next gravity
   /// compute() checks the accuracy again, starting from the current angle
   /// (after the particles' distribution has changed, say).
   void recalibrate() noexcept;
