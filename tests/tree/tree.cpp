@@ -578,10 +578,10 @@ const char* name_of(Distribution distribution) {
 // the ring: its forces nearly cancel for some particles (ANCHORS.md).
 TEST(TreeForce, TargetErrorIsReached) {
   domex::Comm comm(MPI_COMM_WORLD);
-  // 2e4 also under the sanitizer (~40 s at np 1): at 4e3 particles the
-  // errors grow (uniform, 4.8e-3 per particle: 4.7e-3 measured), the margin
-  // is spent on the particle count.
-  const std::size_t n = 20000, stride = n / 2000;
+  // At 4e3 particles the errors grow (uniform, 4.8e-3 per particle: 4.7e-3
+  // measured with the table's choice alone); the check measures them on the
+  // input, so the sanitized build runs 8e3.
+  const std::size_t n = sanitized ? 8000 : 20000, stride = n / 2000;
   struct Target {
     domex::ErrorMeasure measure;
     double error;
@@ -595,6 +595,10 @@ TEST(TreeForce, TargetErrorIsReached) {
     const auto exact = direct_sums(comm, p, stride);
     for (const Target& target : targets) {
       if (distribution == Distribution::ring && target.measure == domex::ErrorMeasure::per_particle) continue;
+      // The sanitized build checks the memory of every path with the looser
+      // targets; the tightest (quadrupoles at small angles, each checked two
+      // to four times) run in the Release build.
+      if (sanitized && target.error < 1e-4) continue;
       domex::TreeStats stats;
       const domex::TreeOptions options{.softening = softening, .target_error = target.error, .error_measure = target.measure};
       domex::TreeOptions used;  // the configuration chosen and checked
