@@ -2,9 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The test command: installs what is missing, builds domex (Release, warnings
 # as errors) and runs every test with ctest; MPI tests run at np = 1, 2, 3, 4
-# and 8. Extra CMake arguments: DOMEX_CMAKE_ARGS; build folder: DOMEX_BUILD_DIR;
-# ctest's parallel level: DOMEX_TEST_JOBS (default: the cores; an MPI test
-# takes as many slots as ranks).
+# and 8. Extra CMake arguments: DOMEX_CMAKE_ARGS; build folder: DOMEX_BUILD_DIR.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$root/scripts/setup.sh"
@@ -13,4 +11,4 @@ build=${DOMEX_BUILD_DIR:-$root/build/release}
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDOMEX_WERROR=ON ${DOMEX_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$(nproc)"
 # shellcheck disable=SC2086
-ctest --test-dir "$build" --output-on-failure -j"${DOMEX_TEST_JOBS:-$(nproc)}" ${DOMEX_CTEST_ARGS:-}
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${DOMEX_CTEST_ARGS:-}

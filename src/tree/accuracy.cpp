@@ -87,11 +87,20 @@ constexpr CalibrationPoint calibration[] = {
     {Opening::particles, true, 1.20, 0.0249, 0.00682, 0.0244, 0.00716, 0.117, 139, 372, 117, 96, 323, 59},
 };
 
-// The calibrated error a choice must stay within: the largest over the
-// distributions calibrated for `measure`.
-double envelope(const CalibrationPoint& p, ErrorMeasure measure) {
-  return measure == ErrorMeasure::per_particle ? std::max(p.uniform_error, p.plummer_error)
-                                               : std::max({p.uniform_rms, p.plummer_rms, p.ring_rms});
+// The calibrated error a choice must stay within, at each row of one
+// configuration (theta ascending): the largest over the distributions
+// calibrated for `measure`, made non-decreasing in theta (measured errors
+// wiggle a little): never a larger theta for a smaller error.
+std::vector<double> envelope(std::span<const CalibrationPoint> rows, ErrorMeasure measure) {
+  std::vector<double> result;
+  double previous = 0;
+  for (const CalibrationPoint& p : rows) {
+    previous = std::max(previous, measure == ErrorMeasure::per_particle
+                                      ? std::max(p.uniform_error, p.plummer_error)
+                                      : std::max({p.uniform_rms, p.plummer_rms, p.ring_rms}));
+    result.push_back(previous);
+  }
+  return result;
 }
 
 }  // namespace
@@ -116,24 +125,19 @@ AccuracyChoice choose_accuracy(double target, ErrorMeasure measure) {
     while (end < table.size() && table[end].opening == table[first].opening &&
            table[end].quadrupole == table[first].quadrupole)
       ++end;
-    // The envelope made non-decreasing in theta (measured errors wiggle a
-    // little): never a larger theta for a smaller error.
-    double previous = 0;
+    const std::vector<double> errors = envelope(table.subspan(first, end - first), measure);
+    smallest = std::min(smallest, errors.front());
     std::size_t last_ok = end;  // the largest row within the allowed error
-    for (std::size_t k = first; k < end; ++k) {
-      previous = std::max(previous, envelope(table[k], measure));
-      smallest = std::min(smallest, previous);
-      if (previous <= allowed) last_ok = k;
-    }
+    for (std::size_t k = first; k < end; ++k)
+      if (errors[k - first] <= allowed) last_ok = k;
     if (last_ok != end) {
       const CalibrationPoint& p = table[last_ok];
-      double e0 = 0;  // the non-decreasing envelope at last_ok
-      for (std::size_t k = first; k <= last_ok; ++k) e0 = std::max(e0, envelope(table[k], measure));
+      const double e0 = errors[last_ok - first];
       AccuracyChoice choice{p.theta, p.opening, p.quadrupole, e0, cost(p)};
       if (last_ok + 1 < end) {
         // Log-log interpolation towards the next angle, up to the allowed error.
         const CalibrationPoint& q = table[last_ok + 1];
-        const double e1 = std::max(e0, envelope(q, measure));
+        const double e1 = errors[last_ok + 1 - first];
         if (e1 > e0) {
           const double t = std::log(allowed / e0) / std::log(e1 / e0);
           choice.theta = std::exp(std::log(p.theta) + t * (std::log(q.theta) - std::log(p.theta)));
@@ -156,15 +160,17 @@ AccuracyChoice choose_accuracy(double target, ErrorMeasure measure) {
 
 double rescaled_theta(Opening opening, bool quadrupole, ErrorMeasure measure, double theta, double measured,
                       double goal) {
-  // The configuration's envelope, non-decreasing in theta, in logs.
+  // The configuration's rows (the table is sorted by configuration) and
+  // their envelope, in logs.
+  const std::span<const CalibrationPoint> table = accuracy_calibration();
+  const auto in = [&](const CalibrationPoint& p) { return p.opening == opening && p.quadrupole == quadrupole; };
+  const auto first = std::find_if(table.begin(), table.end(), in);
+  const std::span<const CalibrationPoint> configuration(first, std::find_if_not(first, table.end(), in));
+  if (configuration.empty()) fail("rescaled_theta", "no calibration of this opening test and moment order");
+  const std::vector<double> errors = envelope(configuration, measure);
   std::vector<std::array<double, 2>> rows;  // log theta, log error
-  double previous = 0;
-  for (const CalibrationPoint& p : accuracy_calibration())
-    if (p.opening == opening && p.quadrupole == quadrupole) {
-      previous = std::max(previous, envelope(p, measure));
-      rows.push_back({std::log(p.theta), std::log(previous)});
-    }
-  if (rows.empty()) fail("rescaled_theta", "no calibration of this opening test and moment order");
+  for (std::size_t k = 0; k < configuration.size(); ++k)
+    rows.push_back({std::log(configuration[k].theta), std::log(errors[k])});
   if (!(measured > 0) || !(goal > 0)) return std::exp(goal > 0 ? rows.back()[0] : rows.front()[0]);
   // The envelope at log theta t, interpolated (clamped to the table's ends).
   const auto error_at = [&](double t) {
@@ -228,17 +234,15 @@ SampledForceError sampled_force_error(const Comm& comm, std::span<const Point> p
                                  masses.data(), positions.size(), eps2, &pull[s], &pull[padded + s],
                                  &pull[2 * padded + s]);
   }
-  std::vector<double> exact(3 * n);
-  for (std::size_t s = 0; s < n; ++s)
-    for (int axis = 0; axis < 3; ++axis) exact[3 * s + axis] = pull[axis * padded + s];
-  comm.allreduce_in_place(std::span<double>(exact), MPI_SUM);
+  comm.allreduce_in_place(std::span<double>(pull), MPI_SUM);
   std::vector<double> error2(n), exact2(n);
   double mean_exact2 = 0;
   for (std::size_t s = 0; s < n; ++s) {
     const Point& a = all[s][1];
-    const double d0 = a[0] - exact[3 * s], d1 = a[1] - exact[3 * s + 1], d2 = a[2] - exact[3 * s + 2];
+    const double ex = pull[s], ey = pull[padded + s], ez = pull[2 * padded + s];
+    const double d0 = a[0] - ex, d1 = a[1] - ey, d2 = a[2] - ez;
     error2[s] = d0 * d0 + d1 * d1 + d2 * d2;
-    exact2[s] = exact[3 * s] * exact[3 * s] + exact[3 * s + 1] * exact[3 * s + 1] + exact[3 * s + 2] * exact[3 * s + 2];
+    exact2[s] = ex * ex + ey * ey + ez * ez;
     mean_exact2 += exact2[s] / static_cast<double>(n);
   }
   std::vector<double> per_particle(n), by_rms(n);

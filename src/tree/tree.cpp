@@ -1014,7 +1014,7 @@ TreeForce::TreeForce(Comm& comm, TreeOptions options) : state_(std::make_unique<
     state_->options.theta = choice.theta;
     state_->options.opening = choice.opening;
     state_->options.quadrupole = choice.quadrupole;
-    state_->check_accuracy = options.check_samples > 0;
+    recalibrate();  // the first gravity compute() checks the choice
   }
   state_->threads = options.threads > 0 ? options.threads : automatic_threads(comm);
 }
