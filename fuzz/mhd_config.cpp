@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "cli.hpp"
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {

@@ -3,11 +3,12 @@
 // The run() every application shares: parse the command line, validate,
 // simulate, each stage's error printed once (by rank 0) with its exit code.
 
-#include <CLI/CLI.hpp>
 #include <domex/comm/comm.hpp>
 #include <domex/comm/error.hpp>
 
 #include <cstdio>
+
+#include "command_line.hpp"
 
 namespace domex::apps {
 
@@ -29,15 +30,7 @@ class InputError : public Error {
 template <class Validate, class Simulate>
 int run_app(const Comm& comm, CLI::App& app, int argc, char** argv, Validate&& validate, Simulate&& simulate) {
   const bool root = comm.rank() == 0;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = root ? app.exit(error) : error.get_exit_code();
-    return code == 0 ? 0 : 2;
-  } catch (const Error& error) {
-    if (root) std::fprintf(stderr, "%s\n", error.what());
-    return 2;
-  }
+  if (const auto code = parse_command_line(comm, app, argc, argv)) return *code;
   try {
     validate();
   } catch (const Error& error) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -16,9 +18,9 @@ Config CommandLine::finish() const {
   return result;
 }
 
-std::unique_ptr<CLI::App> make_app(CommandLine& line) {
-  auto app = std::make_unique<CLI::App>(
-      "domex-lattice: Wilson-Dirac CG on a 4-D lattice, the QCD communication pattern (run under mpirun)");
+apps::AppPtr make_app(CommandLine& line) {
+  apps::AppPtr app(new CLI::App(
+      "domex-lattice: Wilson-Dirac CG on a 4-D lattice, the QCD communication pattern (run under mpirun)"));
   app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
   app->allow_config_extras(CLI::config_extras_mode::error);
   Config& c = line.config;

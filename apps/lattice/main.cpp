@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 

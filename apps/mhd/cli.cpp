@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 
 #include "options.hpp"  // whole_number
@@ -76,8 +78,8 @@ Config CommandLine::finish() const {
   return result;
 }
 
-std::unique_ptr<CLI::App> make_app(CommandLine& line) {
-  auto app = std::make_unique<CLI::App>("domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid (run under mpirun)");
+apps::AppPtr make_app(CommandLine& line) {
+  apps::AppPtr app(new CLI::App("domex-mhd: 3-D MHD magnetosphere on a deep-halo Cartesian grid (run under mpirun)"));
   app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
   // A key the program does not know (a typo) is an error, not a silent default.
   app->allow_config_extras(CLI::config_extras_mode::error);

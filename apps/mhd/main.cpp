@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <domex/comm/provenance.hpp>
 #include <nlohmann/json.hpp>
 #include <algorithm>

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include "options.hpp"  // whole_number
 
 namespace domex::mps {
 
-std::unique_ptr<CLI::App> make_app(CommandLine& line) {
-  auto app = std::make_unique<CLI::App>(
-      "domex-mps: 2-D MPS dam break (Koshizuka & Oka 1996) against Martin & Moyce (1952) (run under mpirun)");
+apps::AppPtr make_app(CommandLine& line) {
+  apps::AppPtr app(new CLI::App(
+      "domex-mps: 2-D MPS dam break (Koshizuka & Oka 1996) against Martin & Moyce (1952) (run under mpirun)"));
   app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
   app->allow_config_extras(CLI::config_extras_mode::error);
   Config& config = line.config;

@@ -3,9 +3,8 @@
 // domex-mps's command line: every Config field as a flag, the same names as
 // INI keys (--config FILE).
 
-#include <CLI/CLI.hpp>
-#include <memory>
 
+#include "command_line.hpp"
 #include "config.hpp"
 
 namespace domex::mps {
@@ -18,6 +17,6 @@ struct CommandLine {
 
 /// The parser, bound to `line` (which must outlive it). Unknown INI keys
 /// are errors (a typo must not run with a default).
-[[nodiscard]] std::unique_ptr<CLI::App> make_app(CommandLine& line);
+[[nodiscard]] apps::AppPtr make_app(CommandLine& line);
 
 }  // namespace domex::mps

@@ -9,7 +9,6 @@
 #include <fmt/ranges.h>
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <domex/comm/collective.hpp>
 #include <domex/comm/provenance.hpp>
 #include <nlohmann/json.hpp>

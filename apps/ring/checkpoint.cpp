@@ -119,7 +119,8 @@ CheckpointInfo read_checkpoint_info(const Comm &comm, Config &config, bool parti
     reject(fmt::format("--restart {}: particles {}: not a valid count", meta, info.particles));
   config.particles = info.particles;
   for (const auto &[flag, value] : physics_of(config)) {
-    const auto saved = std::find_if(info.physics.begin(), info.physics.end(), [&](auto &p) { return p.first == flag; });
+    const auto &name = flag;  // (clang 14 cannot capture a structured binding)
+    const auto saved = std::find_if(info.physics.begin(), info.physics.end(), [&](auto &p) { return p.first == name; });
     if (saved == info.physics.end())
       reject(fmt::format("--restart {}: has no {} line (not a checkpoint of this domex-ring)", meta, flag));
     if (std::memcmp(&saved->second, &value, sizeof value) != 0)

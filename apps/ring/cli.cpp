@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
@@ -15,9 +17,11 @@ Config CommandLine::finish() const {
   return result;
 }
 
-std::unique_ptr<CLI::App> make_app(CommandLine& line) {
-  auto app = std::make_unique<CLI::App>(
-      "domex-ring: planetary ring N-body (central body + tree self-gravity + inelastic contacts), run under mpirun");
+bool CommandLine::particles_given() const { return particles != nullptr && particles->count() > 0; }
+
+apps::AppPtr make_app(CommandLine& line) {
+  apps::AppPtr app(new CLI::App(
+      "domex-ring: planetary ring N-body (central body + tree self-gravity + inelastic contacts), run under mpirun"));
   app->set_config("--config", "", "INI file of key = value lines, keys named like the flags");
   app->allow_config_extras(CLI::config_extras_mode::error);
   Config& c = line.config;

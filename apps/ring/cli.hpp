@@ -3,10 +3,9 @@
 // domex-ring's command line: every Config field as a flag, the same names as
 // INI keys (--config FILE).
 
-#include <CLI/CLI.hpp>
-#include <memory>
 #include <vector>
 
+#include "command_line.hpp"
 #include "config.hpp"
 
 namespace domex::ring {
@@ -21,11 +20,11 @@ struct CommandLine {
   [[nodiscard]] Config finish() const;
   /// Whether --particles was given (flag or INI key): with --restart it must
   /// then equal the checkpoint's count, which is taken otherwise.
-  [[nodiscard]] bool particles_given() const { return particles != nullptr && particles->count() > 0; }
+  [[nodiscard]] bool particles_given() const;
 };
 
 /// The parser, bound to `line` (which must outlive it). Unknown INI keys are
 /// errors (a typo must not run with a default).
-[[nodiscard]] std::unique_ptr<CLI::App> make_app(CommandLine& line);
+[[nodiscard]] apps::AppPtr make_app(CommandLine& line);
 
 }  // namespace domex::ring

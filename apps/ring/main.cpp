@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <CLI/CLI.hpp>
 #include <domex/comm/collective.hpp>
 #include <domex/comm/provenance.hpp>
 #include <nlohmann/json.hpp>

@@ -706,7 +706,6 @@ TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
   const auto exact = direct_sums(comm, p, stride);
   const double target = 4.8e-3;
   const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
-  domex::TreeStats stats;
   const domex::TreeOptions table{.group_limit = 8, .softening = softening, .target_error = target, .check_samples = 0};
   const double table_error = quantile(relative_errors(comm, exact, tree_forces(comm, p, table)), 0.5);
   domex::TreeOptions checked = table;
