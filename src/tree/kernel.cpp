@@ -8,6 +8,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -109,10 +110,9 @@ void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double o
   for (; i < count; ++i) out[i] = static_cast<float>(values[i] - origin);
 }
 
-// The opening test of a run of cells (the children of one cell), lanes at a
-// time; the geometry arrays have a vector of slack, and bits past count are
-// cleared.
-std::uint64_t FarCells(const double* const* HWY_RESTRICT arrays, std::uint32_t first, std::uint32_t count,
+// The opening test of a block of cells (the children of one cell), lanes at
+// a time; rows are `width` >= lanes long, and bits past count are cleared.
+std::uint64_t FarCells(const double* HWY_RESTRICT block, std::size_t width, std::uint32_t count,
                        const double* HWY_RESTRICT target, double search2) {
   const hn::ScalableTag<double> d;
   const std::size_t lanes = hn::Lanes(d);
@@ -124,8 +124,7 @@ std::uint64_t FarCells(const double* const* HWY_RESTRICT arrays, std::uint32_t f
   };
   std::uint64_t result = 0;
   for (std::size_t j = 0; j < count; j += lanes) {
-    const std::size_t at = first + j;
-    const auto load = [&](int k) HWY_ATTR { return hn::LoadU(d, arrays[k] + at); };
+    const auto load = [&](std::size_t row) HWY_ATTR { return hn::LoadU(d, block + row * width + j); };
     const auto cx = load(0), cy = load(1), cz = load(2);
     const auto lx = load(3), ly = load(4), lz = load(5), hx = load(6), hy = load(7), hz = load(8);
     const auto apart = hn::Or(hn::Or(hn::Or(hn::Lt(thx, lx), hn::Lt(hx, tlx)), hn::Or(hn::Lt(thy, ly), hn::Lt(hy, tly))),
@@ -345,10 +344,12 @@ void gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::
                                                           out.mass);
 }
 
-std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
+std::uint64_t far_cells(const double* block, std::size_t width, std::uint32_t count, const double target[6],
                         double search2) {
-  return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(cells.array.data(), first, count, target, search2);
+  return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(block, width, count, target, search2);
 }
+
+std::size_t walk_block_width() { return std::max<std::size_t>(8, list_slack()); }
 
 std::size_t list_slack() {
   // The dispatch target is fixed for the process: asked once, not per group.

@@ -11,22 +11,29 @@
 
 namespace domex::tree_detail {
 
-/// The walk's view of the global tree's cells, structure of arrays (indexed
-/// by cell, each with list_slack() readable values past the last cell):
-/// centre, the box rounded outwards to fp32, far2 = (opening length /
-/// theta)^2 rounded up (infinite or NaN: never far), and the mass (for the
-/// walk's packed cell list). The rounding is
-/// conservative: a cell is never taken whole where the exact fp64 test opens it.
+/// The walk's view of the global tree's cells, one block per group of
+/// siblings (the children of one cell; block 0 holds the root alone), so
+/// that an opened cell's test reads one contiguous, aligned block: row r of
+/// block g holds, for each sibling k < width, the centre, the box rounded
+/// outwards to fp32, far2 = (opening length / theta)^2 rounded up (infinite
+/// or NaN: never far), and the mass (for the walk's packed cell list). The
+/// rounding is conservative: a cell is never taken whole where the exact
+/// fp64 test opens it. Columns past a group's size are zero.
 struct WalkGeometry {
-  enum Array { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, mass, arrays };
-  std::array<const double*, arrays> array;
+  enum Row { cx, cy, cz, lo_x, lo_y, lo_z, hi_x, hi_y, hi_z, far2, mass, rows };
+  const double* blocks = nullptr;
+  std::size_t width = 8;  ///< columns per row: 8 (an octree's siblings), at least a vector
+  [[nodiscard]] const double* block(std::uint32_t g) const noexcept { return blocks + std::size_t{g} * rows * width; }
 };
 
-/// The opening test of cells first .. first + count - 1 (count <= 64)
+/// The columns of a WalkGeometry block: 8, or a vector of doubles if wider.
+std::size_t walk_block_width();
+
+/// The opening test of a block's first `count` cells (count <= width <= 64)
 /// against a target box (lo x, y, z, hi x, y, z): bit k of the result is set
-/// when cell first + k may be taken whole (no overlap, centre farther than
+/// when cell k may be taken whole (no overlap, centre farther than
 /// sqrt(far2), and, when search2 > 0, the boxes farther apart than sqrt(search2)).
-std::uint64_t far_cells(const WalkGeometry& cells, std::uint32_t first, std::uint32_t count, const double target[6],
+std::uint64_t far_cells(const double* block, std::size_t width, std::uint32_t count, const double target[6],
                         double search2);
 
 /// Where the fp32 list goes: x, y, z, mass, each at least as long as the list

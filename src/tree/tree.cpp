@@ -186,12 +186,13 @@ struct ThreadBuffers {
 };
 
 /// The part of a global-tree cell that the walk's bookkeeping reads, packed
-/// into 16 bytes (a TreeCell spans three cache lines); the opening test reads
-/// WalkGeometry's arrays, the list gather cell_xyzm.
+/// into 20 bytes (a TreeCell spans three cache lines); the opening test reads
+/// its children's WalkGeometry block, the list gather cell_xyzm.
 struct WalkNode {
   std::uint32_t begin, end, first_child;
-  std::uint16_t child_count;
-  std::uint16_t has_pseudo;  ///< a leaf holding LET pseudo-particles
+  std::uint32_t block;  ///< its children's WalkGeometry block (0, the root's, for a leaf)
+  std::uint8_t child_count;
+  std::uint8_t has_pseudo;  ///< a leaf holding LET pseudo-particles
 };
 
 /// A group's origin for its fp32 lists: the centre of its box.
@@ -264,8 +265,8 @@ struct TreeForce::State {
   bool global_is_local = false;  // nothing received: the local tree serves as the global one
   [[nodiscard]] const Octree& source_tree() const { return global_is_local ? local : global; }
   std::vector<WalkNode> walk_nodes;
-  // The opening test's cell geometry (tree_detail::WalkGeometry's arrays, each
-  // cells + list_slack() long, one after another).
+  // The opening test's cell geometry (tree_detail::WalkGeometry's blocks,
+  // from the first 64-byte boundary on).
   std::vector<double> walk_geometry;
   tree_detail::WalkGeometry geometry{};
   std::vector<double> cell_xyzm;  // each cell's centre and mass, 4 doubles a cell, for the list gather
@@ -719,38 +720,62 @@ void TreeForce::State::build_global_tree(bool build) {
   }
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
-  const std::size_t stride = cells.size() + tree_detail::list_slack();
-  walk_geometry.resize(tree_detail::WalkGeometry::arrays * stride);  // (the slack is read, never used)
-  const auto column = [&](std::size_t k) { return walk_geometry.data() + k * stride; };
-  for (std::size_t k = 0; k < tree_detail::WalkGeometry::arrays; ++k) geometry.array[k] = column(k);
-  double *cx = column(geometry.cx), *cy = column(geometry.cy), *cz = column(geometry.cz);
-  double *lo_x = column(geometry.lo_x), *lo_y = column(geometry.lo_y), *lo_z = column(geometry.lo_z);
-  double *hi_x = column(geometry.hi_x), *hi_y = column(geometry.hi_y), *hi_z = column(geometry.hi_z);
-  double* far2 = column(geometry.far2);
-  double* mass = column(geometry.mass);
-  cell_xyzm.resize(4 * cells.size());
   const std::size_t cell_count = cells.size();
+  // Block 0 holds the root; each cell with children gets the next block.
+  std::uint32_t blocks = 1;
+  for (std::size_t c = 0; c < cell_count; ++c) walk_nodes[c].block = cells[c].child_count > 0 ? blocks++ : 0;
+  constexpr std::size_t rows = tree_detail::WalkGeometry::rows;
+  const std::size_t width = tree_detail::walk_block_width(), block_size = rows * width;
+  constexpr std::size_t line = 64 / sizeof(double);
+  walk_geometry.resize(blocks * block_size + line);
+  const std::size_t misaligned = (reinterpret_cast<std::uintptr_t>(walk_geometry.data()) / sizeof(double)) % line;
+  double* block_storage = walk_geometry.data() + (misaligned == 0 ? 0 : line - misaligned);
+  geometry.blocks = block_storage;
+  geometry.width = width;
+  constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  // Cell c's geometry into column k of a block; columns past the last
+  // sibling (c = none) are zero (their bits are cleared).
+  const auto put = [&](std::uint32_t c, std::uint32_t block, std::size_t k) {
+    using G = tree_detail::WalkGeometry;
+    double* row = block_storage + block * block_size + k;
+    if (c == none) {
+      for (std::size_t r = 0; r < rows; ++r) row[r * width] = 0;
+      return;
+    }
+    const TreeCell& cell = cells[c];
+    const Point& centre = cell.moments.centre;
+    row[G::cx * width] = centre[0], row[G::cy * width] = centre[1], row[G::cz * width] = centre[2];
+    row[G::mass * width] = cell.moments.mass;
+    // The box rounded outwards to fp32 and (opening / theta)^2 upwards: the
+    // walk never takes a cell whole where the exact fp64 test would open it.
+    // far2 is infinite or NaN for theta 0 (every cell opened).
+    row[G::lo_x * width] = round_down(cell.box.lo[0]), row[G::lo_y * width] = round_down(cell.box.lo[1]),
+    row[G::lo_z * width] = round_down(cell.box.lo[2]);
+    row[G::hi_x * width] = round_up(cell.box.hi[0]), row[G::hi_y * width] = round_up(cell.box.hi[1]),
+    row[G::hi_z * width] = round_up(cell.box.hi[2]);
+    const double opening = opening_of(cell);
+    row[G::far2 * width] = round_up(opening * opening / theta2());
+  };
+  if (cell_count > 0) {
+    put(0, 0, 0);
+    for (std::size_t k = 1; k < width; ++k) put(none, 0, k);
+  }
+  cell_xyzm.resize(4 * cells.size());
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < cell_count; ++c) {
     const TreeCell& cell = cells[c];
     WalkNode& node = walk_nodes[c];
     const Point& centre = cell.moments.centre;
-    cx[c] = centre[0], cy[c] = centre[1], cz[c] = centre[2];
-    mass[c] = cell.moments.mass;
     for (int a = 0; a < 3; ++a) cell_xyzm[4 * c + a] = centre[a];
     cell_xyzm[4 * c + 3] = cell.moments.mass;
-    // The box rounded outwards to fp32 and (opening / theta)^2 upwards: the
-    // walk never takes a cell whole where the exact fp64 test would open it.
-    // far2 is infinite or NaN for theta 0 (every cell opened).
-    lo_x[c] = round_down(cell.box.lo[0]), lo_y[c] = round_down(cell.box.lo[1]), lo_z[c] = round_down(cell.box.lo[2]);
-    hi_x[c] = round_up(cell.box.hi[0]), hi_y[c] = round_up(cell.box.hi[1]), hi_z[c] = round_up(cell.box.hi[2]);
-    const double opening = opening_of(cell);
-    far2[c] = round_up(opening * opening / theta2());
     node.begin = cell.begin;
     node.end = cell.end;
     node.first_child = cell.first_child;
     node.child_count = cell.child_count;
     node.has_pseudo = 0;
+    if (cell.child_count > 0)
+      for (std::size_t k = 0; k < width; ++k)
+        put(k < cell.child_count ? cell.first_child + static_cast<std::uint32_t>(k) : none, node.block, k);
     if (cell.leaf())
       for (std::uint32_t k = cell.begin; k < cell.end; ++k) node.has_pseudo |= source_pseudo[k];
   }
@@ -761,10 +786,8 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
   b.spj.clear();
   b.epj_count = 0;
   b.packed = origin != nullptr;
-  const double* cx = geometry.array[geometry.cx];
-  const double* cy = geometry.array[geometry.cy];
-  const double* cz = geometry.array[geometry.cz];
-  const double* cm = geometry.array[geometry.mass];
+  using G = tree_detail::WalkGeometry;
+  const std::size_t width = geometry.width;
   const Point at = origin ? *origin : Point{0, 0, 0};
   // b.cells grows ahead of b.spj (its first spj.size() records are valid),
   // doubling, so that a record is a store, not a push into four vectors.
@@ -775,10 +798,12 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
     b.cells[b.spj.size() - 1] = {static_cast<float>(x - at[0]), static_cast<float>(y - at[1]),
                                  static_cast<float>(z - at[2]), static_cast<float>(m)};
   };
-  const auto take_cell = [&](std::uint32_t c) {
+  // Cell c, column k of `block`.
+  const auto take_cell = [&](std::uint32_t c, const double* block, std::size_t k) {
     if (b.packed) room(1);
     b.spj.push_back(c);
-    if (b.packed) pack(cx[c], cy[c], cz[c], cm[c]);
+    if (b.packed)
+      pack(block[G::cx * width + k], block[G::cy * width + k], block[G::cz * width + k], block[G::mass * width + k]);
   };
   const auto add_range = [&b](std::uint32_t begin, std::uint32_t end) {
     b.epj_count += end - begin;
@@ -810,8 +835,8 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
   // are opened next, the first child first.
   b.stack.clear();
   if (nodes[0].end == nodes[0].begin) return;
-  if (tree_detail::far_cells(geometry, 0, 1, target, search_2))
-    take_cell(0);
+  if (tree_detail::far_cells(geometry.block(0), width, 1, target, search_2))
+    take_cell(0, geometry.block(0), 0);
   else if (nodes[0].child_count == 0)
     take_leaf(nodes[0]);
   else
@@ -819,7 +844,8 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
   while (!b.stack.empty()) {
     const WalkNode& node = nodes[b.stack.back()];
     b.stack.pop_back();
-    const std::uint64_t far = tree_detail::far_cells(geometry, node.first_child, node.child_count, target, search_2);
+    const double* block = geometry.block(node.block);
+    const std::uint64_t far = tree_detail::far_cells(block, width, node.child_count, target, search_2);
     std::uint32_t opened[8];
     std::size_t opened_count = 0;
     for (std::uint32_t k = 0; k < node.child_count; ++k) {
@@ -827,7 +853,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
       const WalkNode& child = nodes[c];
       if (child.end == child.begin) continue;
       if ((far >> k) & 1)
-        take_cell(c);
+        take_cell(c, block, k);
       else if (child.child_count == 0)
         take_leaf(child);
       else
