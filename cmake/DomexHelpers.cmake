@@ -5,7 +5,7 @@ target_compile_options(domex_flags INTERFACE
   $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic>
   $<$<AND:$<BOOL:${DOMEX_WERROR}>,$<CXX_COMPILER_ID:GNU,Clang>>:-Werror>
   # Box tests combine comparisons with & on purpose: branch-free, so that they vectorise.
-  $<$<CXX_COMPILER_ID:Clang>:-Wno-bitwise-instead-of-logical>)
+  $<$<AND:$<CXX_COMPILER_ID:Clang>,$<VERSION_GREATER_EQUAL:$<CXX_COMPILER_VERSION>,14>>:-Wno-bitwise-instead-of-logical>)
 if(DOMEX_SANITIZE)
   target_compile_options(domex_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
   target_link_options(domex_flags INTERFACE -fsanitize=address,undefined)

@@ -6,6 +6,7 @@
 // undefined behaviour. Nothing is written (the output folder is cleared
 // before validate()).
 
+#include <CLI/CLI.hpp>
 #include <mpi.h>
 
 #include <cstdint>
@@ -13,8 +14,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli.hpp"
 

@@ -3,7 +3,6 @@
 // domex-mps's command line: every Config field as a flag, the same names as
 // INI keys (--config FILE).
 
-
 #include "command_line.hpp"
 #include "config.hpp"
 

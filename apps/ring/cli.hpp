@@ -19,7 +19,8 @@ struct CommandLine {
   /// The Config with the parsed divisions in place.
   [[nodiscard]] Config finish() const;
   /// Whether --particles was given (flag or INI key): with --restart it must
-  /// then equal the checkpoint's count, which is taken otherwise.
+  /// then equal the checkpoint's count, which is taken otherwise. Only while
+  /// the parser from make_app() lives (it owns the option).
   [[nodiscard]] bool particles_given() const;
 };
 

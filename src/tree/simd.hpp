@@ -5,7 +5,6 @@
 // kernel's fp32 form (positions relative to the group's origin), dispatched
 // with the kernel (src/tree/kernel.cpp).
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 

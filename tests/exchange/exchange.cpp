@@ -420,13 +420,14 @@ TEST(Exchange, MessagesLargerThanIntMaxBytes) {
   domex::Comm comm{MPI_COMM_WORLD};
   if (!enabled || std::string(enabled) != "1" || comm.size() != 2) GTEST_SKIP() << "set DOMEX_LARGE_TESTS=1, np=2";
   const std::size_t count = (std::size_t{INT_MAX} + 1) / sizeof(std::uint64_t) + 3;  // > INT_MAX bytes
+  // One outbox for every algorithm (2 GiB filled once, not seven times).
+  domex::Outbox<std::uint64_t> outbox;
+  if (comm.rank() == 0) {
+    std::vector<std::uint64_t> values(count);
+    for (std::size_t k = 0; k < count; ++k) values[k] = k * 2654435761u;
+    outbox = domex::Outbox<std::uint64_t>({1}, {0, count}, std::move(values));
+  }
   for (Algorithm algorithm : domex::concrete_algorithms) {
-    domex::Outbox<std::uint64_t> outbox;
-    if (comm.rank() == 0) {
-      std::vector<std::uint64_t> values(count);
-      for (std::size_t k = 0; k < count; ++k) values[k] = k * 2654435761u;
-      outbox = domex::Outbox<std::uint64_t>({1}, {0, count}, std::move(values));
-    }
     const auto inbox = domex::exchange(comm, outbox, {.algorithm = algorithm});
     if (comm.rank() == 1) {
       ASSERT_EQ(inbox.message_count(), 1u) << domex::to_string(algorithm);
