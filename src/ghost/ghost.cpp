@@ -126,12 +126,18 @@ Box sector_bounds(const Box& sector) noexcept {
 /// particles may be ghosts of: a rank's box (Cartesian), annular sector
 /// (cylindrical) or bucket, moved by minus an image shift s * L, so that a
 /// particle at p is within the cutoff of the real domain as its image p + s L
-/// when it is within the cutoff of the piece.
+/// when it is within the cutoff of the piece. The exact test measures the
+/// image p + s L (the ghost's position, the same sum) against the real
+/// domain, as the receiver would: moving the domain instead rounds
+/// differently, and far from the origin (coordinates ~1e6) a particle at
+/// the cutoff to the last bit could be left out.
 struct Piece {
   int rank;
   int image;   ///< (sx + 1) + 3 (sy + 1) + 9 (sz + 1)
   Box box;     ///< in the geometry's coordinates (sector: z moved, r and phi as they are)
-  Box bounds;  ///< Cartesian bounding box (for the grid)
+  Box bounds;  ///< Cartesian bounding box of `box` (for the search tables)
+  Box real;    ///< `box` where it is: not moved
+  Point shift;  ///< s L
 };
 
 constexpr int no_shift = 13;
@@ -193,7 +199,7 @@ class Finder {
           // Every point of the slot is inside the box along a (no distance
           // along a), or nearer than the cutoff (with a margin for rounding).
           if (first >= b.lo[a] && last <= b.hi[a]) inside_[a][k * words_ + word] |= bit;
-          const double reach = cutoff * (1 - 1e-9);
+          const double reach = cutoff - slack;
           if (first >= b.lo[a] - reach && last <= b.hi[a] + reach) sure_[a][k * words_ + word] |= bit;
         }
       }
@@ -294,7 +300,8 @@ class Finder {
       set &= set - 1;
       const Piece& piece = pieces_[n];
       if (!((sure >> bit) & 1)) {
-        const double d2 = sectors_ ? sector_distance2(p, piece.box) : distance2(p, piece.box);
+        const Point image{p[0] + piece.shift[0], p[1] + piece.shift[1], p[2] + piece.shift[2]};
+        const double d2 = sectors_ ? sector_distance2(image, piece.real) : distance2(image, piece.real);
         if (d2 > cutoff2_) continue;
       }
       if (unique_) {  // one piece per (rank, image): no repeat to look for
@@ -347,6 +354,17 @@ std::array<int, 3> image_vector(int image) noexcept { return {image % 3 - 1, (im
 Box moved(Box box, const Point& by) noexcept {
   for (int a = 0; a < 3; ++a) box.lo[a] += by[a], box.hi[a] += by[a];
   return box;
+}
+
+/// How far the pieces are looked for: the cutoff, widened by what rounding
+/// can move a moved piece (a box plus or minus a period) at these
+/// coordinates. The exact test decides; a piece left out here is a ghost
+/// lost (a particle at the cutoff to the last bit, coordinates ~1e6).
+double piece_reach(const Box& domain, const Box& region, double cutoff) noexcept {
+  double scale = cutoff;
+  for (int a = 0; a < 3; ++a)
+    scale += std::abs(domain.lo[a]) + std::abs(domain.hi[a]) + std::abs(region.lo[a]) + std::abs(region.hi[a]);
+  return cutoff + 1e-9 * scale;
 }
 
 /// The search region: the Cartesian bounding box of the particles, in one
@@ -964,6 +982,7 @@ std::vector<Piece> multisection_pieces(const Multisection& decomposition, const 
   const bool sectors = decomposition.geometry() == Geometry::cylindrical;
   const Box& domain = decomposition.domain();
   const auto images = images_of(periodic);
+  const double reach = piece_reach(domain, region, cutoff);
   std::vector<Piece> pieces;
   for (int r = 0; r < ranks; ++r) {
     const Box box = decomposition.box(r);
@@ -972,9 +991,10 @@ std::vector<Piece> multisection_pieces(const Multisection& decomposition, const 
       const auto s = image_vector(image);
       Point by;
       for (int a = 0; a < 3; ++a) by[a] = -s[a] * domain.extent(a);
-      Piece piece{r, image, moved(box, by), {}};
+      Piece piece{r, image, moved(box, by), {}, box, {}};
+      for (int a = 0; a < 3; ++a) piece.shift[a] = s[a] * domain.extent(a);  // as the build's image shifts
       piece.bounds = sectors ? sector_bounds(piece.box) : piece.box;
-      if (distance2(piece.bounds, region) <= cutoff * cutoff) pieces.push_back(piece);
+      if (distance2(piece.bounds, region) <= reach * reach) pieces.push_back(piece);
     }
   }
   return pieces;
@@ -984,13 +1004,14 @@ std::vector<Piece> multisection_pieces(const Multisection& decomposition, const 
 std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const Box& region, double cutoff, int me) {
   const Box& domain = decomposition.domain();
   const auto& options = decomposition.options();
+  const double reach = piece_reach(domain, region, cutoff);
   long first[3], last[3];
   double width[3];
   for (int a = 0; a < 3; ++a) {
     const long n = options.buckets[a];
     width[a] = domain.extent(a) / static_cast<double>(n);
-    first[a] = static_cast<long>(std::floor((region.lo[a] - cutoff - domain.lo[a]) / width[a]));
-    last[a] = static_cast<long>(std::floor((region.hi[a] + cutoff - domain.lo[a]) / width[a]));
+    first[a] = static_cast<long>(std::floor((region.lo[a] - reach - domain.lo[a]) / width[a]));
+    last[a] = static_cast<long>(std::floor((region.hi[a] + reach - domain.lo[a]) / width[a]));
     first[a] = std::max(first[a], options.periodic[a] ? -n : 0L);
     last[a] = std::min(last[a], options.periodic[a] ? 2 * n - 1 : n - 1);
   }
@@ -1002,7 +1023,7 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
         const long index[3] = {i, j, k};
         long wrapped[3];
         int image = 0, stride = 1;
-        Point by;
+        Point by, shift;
         for (int a = 0; a < 3; ++a) {
           const long n = options.buckets[a];
           wrapped[a] = ((index[a] % n) + n) % n;
@@ -1010,6 +1031,7 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
           image += static_cast<int>(1 - turns) * stride;   // s = -turns
           stride *= 3;
           by[a] = static_cast<double>(turns) * domain.extent(a);
+          shift[a] = static_cast<double>(-turns) * domain.extent(a);  // as the build's image shifts
         }
         const int bucket = static_cast<int>(wrapped[0] + options.buckets[0] * (wrapped[1] + options.buckets[1] * wrapped[2]));
         const int owner = decomposition.owner_of_bucket(bucket);
@@ -1017,16 +1039,17 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
           open = false;
           continue;
         }
-        const Box box = moved(decomposition.bucket_box(bucket), by);
-        if (distance2(box, region) > cutoff * cutoff) {
+        const Box real = decomposition.bucket_box(bucket), box = moved(real, by);
+        if (distance2(box, region) > reach * reach) {
           open = false;
           continue;
         }
         if (open && pieces.back().rank == owner && pieces.back().image == image &&
             pieces.back().box.hi[0] == box.lo[0]) {
           pieces.back().box.hi[0] = pieces.back().bounds.hi[0] = box.hi[0];
+          pieces.back().real.hi[0] = real.hi[0];
         } else {
-          pieces.push_back({owner, image, box, box});
+          pieces.push_back({owner, image, box, box, real, shift});
           open = true;
         }
       }

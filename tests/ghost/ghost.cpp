@@ -547,4 +547,91 @@ TEST(GhostPlan, EmptyRanksAndNoGhosts) {
   plan.reverse_sum(field);
 }
 
+/// Positions of `mine` wrapped into the periodic axes (what rebalance() wants).
+std::vector<Point> wrapped(const Particles& mine, const Box& domain, std::array<bool, 3> periodic) {
+  std::vector<Point> in(mine.x);
+  for (Point& p : in)
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a]) {
+        const double L = domain.extent(a);
+        p[a] = domain.lo[a] + std::fmod(p[a] - domain.lo[a], L);
+        if (p[a] < domain.lo[a]) p[a] += L;
+      }
+  return in;
+}
+
+TEST(GhostPlan, RandomBoxesNearAndFarFromTheOriginEqualBruteForce) {
+  // Random domains (corners up to 5e6 from the origin), periodic axes,
+  // cutoffs (some exactly half a period), decompositions and layouts. The
+  // clustered layout puts many particles at exactly a domain's middle far
+  // from the origin, so their images lie at the cutoff to the last bit: the
+  // plan once left such ghosts out (a bucket or box moved by a period
+  // rounded away from the search).
+  domex::Comm comm{MPI_COMM_WORLD};
+  std::mt19937_64 shared(seed + 11);  // the same on every rank
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int trial = 0; trial < 60; ++trial) {
+    const double offset = trial % 2 == 0 ? 5.0 : 5e6;
+    Box domain;
+    for (int a = 0; a < 3; ++a) {
+      domain.lo[a] = offset * (2 * u(shared) - 1);
+      domain.hi[a] = domain.lo[a] + 0.3 + 3 * u(shared);
+    }
+    std::array<bool, 3> periodic{u(shared) < 0.6, u(shared) < 0.6, u(shared) < 0.6};
+    double half = std::numeric_limits<double>::infinity();
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a]) half = std::min(half, domain.extent(a) / 2);
+    double cutoff = std::min(0.02 + 1.5 * u(shared) * u(shared), half);
+    if (u(shared) < 0.4 && std::isfinite(half)) cutoff = half;
+    bool buckets = u(shared) < 0.4, migrate = u(shared) < 0.6, stray = u(shared) < 0.4;
+    auto layout = static_cast<Layout>(static_cast<int>(3 * u(shared)));
+    std::array<int, 3> counts{1 + static_cast<int>(6 * u(shared)), 1 + static_cast<int>(6 * u(shared)),
+                              1 + static_cast<int>(6 * u(shared))};
+    if (trial < 2) {  // the case found first: clustered, y periodic, cutoff half of y's period
+      domain = {{-3377839.9399902988, -1440090.2878219513, 244463.93453755137},
+                {-3377836.6920559113, -1440089.830000096, 244465.48096014999}};
+      periodic = {false, true, true};
+      cutoff = domain.extent(1) / 2;
+      buckets = trial == 0, migrate = true, stray = false, layout = Layout::clustered, counts = {3, 4, 2};
+    }
+    SCOPED_TRACE("trial " + std::to_string(trial) + " cutoff " + std::to_string(cutoff) +
+                 (buckets ? " buckets" : " multisection") + " periodic " + std::to_string(periodic[0]) +
+                 std::to_string(periodic[1]) + std::to_string(periodic[2]) + (stray ? " stray" : "") +
+                 (migrate ? " migrated" : ""));
+    auto mine = make_particles(comm, domain, layout, 300, seed + 100 + static_cast<std::uint64_t>(trial));
+    if (stray) {  // some positions outside the periodic axes (unwrapped, as between rebuilds)
+      std::mt19937_64 local(seed + static_cast<std::uint64_t>(trial * 97 + comm.rank()));
+      for (Point& p : mine.x)
+        for (int a = 0; a < 3; ++a)
+          if (periodic[a] && u(local) < 0.1) p[a] += 0.6 * (u(local) - 0.5) * domain.extent(a);
+    }
+    auto check = [&](auto& decomposition, auto distance_to_mine) {
+      decomposition.rebalance(std::span<const Point>(wrapped(mine, domain, periodic)));
+      if (migrate) migrate_to_owners(comm, decomposition, mine);
+      domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
+      expect_same_ghosts(plan_ghosts(plan, mine),
+                         brute_force(comm, mine, domain, periodic, cutoff, distance_to_mine(decomposition)));
+    };
+    if (buckets) {
+      std::array<int, 3> n = counts;
+      if (n[0] * n[1] * n[2] < comm.size()) n[0] = comm.size();
+      domex::BucketDecomposition decomposition(comm, domain, {.buckets = n, .periodic = periodic});
+      check(decomposition, [&](const domex::BucketDecomposition& d) {
+        std::vector<Box> own;
+        for (int b : d.buckets_of(comm.rank())) own.push_back(d.bucket_box(b));
+        return [own](const Point& q) {
+          double best = std::numeric_limits<double>::infinity();
+          for (const Box& box : own) best = std::min(best, box_distance(q, box));
+          return best;
+        };
+      });
+    } else {
+      domex::Multisection decomposition(comm, domain, {.periodic = periodic});
+      check(decomposition, [&](const domex::Multisection& d) {
+        return [own = d.box(comm.rank())](const Point& q) { return box_distance(q, own); };
+      });
+    }
+  }
+}
+
 }  // namespace
