@@ -3,8 +3,10 @@
 
 #include <CLI/CLI.hpp>
 #include <domex/comm/error.hpp>
+#include <domex/comm/provenance.hpp>
 
 #include <cstdio>
+#include <string>
 
 namespace domex::apps {
 
@@ -12,6 +14,15 @@ void AppDeleter::operator()(CLI::App* app) const noexcept { delete app; }
 
 std::optional<int> parse_command_line(const Comm& comm, CLI::App& app, int argc, char** argv) {
   const bool root = comm.rank() == 0;
+  // --version (every application alike): what a results file's provenance
+  // records, on one line. (provenance() is collective: every rank parses.)
+  const Provenance where = provenance(comm);
+  std::string program = argc > 0 && argv[0] ? argv[0] : "domex";
+  program = program.substr(program.find_last_of('/') + 1);
+  app.set_version_flag("--version",
+                       program + ": domex " + where.domex_version + " (git " + where.git_commit + "), " +
+                           where.mpi_library + ", " + where.compiler,
+                       "Print the versions of domex (and its git commit), the MPI library and the compiler, then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # What the app CLI tests (mhd_cli.sh, lattice_cli.sh, ring_cli.sh) share.
 # Sourced after setting: cli_name (for messages), app (the executable),
-# mpiexec and preflags. Defines root, work (removed on exit), and:
+# mpiexec and preflags. Checks --version; defines root, work (removed on exit), and:
 #   fail MESSAGE...              print "<cli_name>: MESSAGE" and exit 1
 #   run NP ARGS...               the app on NP ranks
 #   expect_bad NAME NEEDLE ARGS...  exit status 2, the message names NEEDLE
@@ -21,3 +21,8 @@ expect_bad() {
   ! grep -q "domex: rank" "$work/bad.err" || fail "$name: doubled prefix: $(cat "$work/bad.err")"
   [[ ! -e "$work/bad" ]] || fail "$name: the output folder was created"
 }
+# --version, the same in every application: exit status 0, one line (rank
+# 0's) naming the program, domex's version and the MPI library.
+version=$(run 2 --version) || fail "--version: exit status $?"
+[[ $(grep -c "^$(basename "$app"): domex [0-9]" <<< "$version") -eq 1 && $version == *MPI* ]] ||
+  fail "--version: expected one line naming $(basename "$app"), domex and the MPI library: $version"
