@@ -8,9 +8,7 @@
 #include <array>
 #include <ctime>
 
-#ifndef DOMEX_GIT_COMMIT
-#define DOMEX_GIT_COMMIT "unknown"
-#endif
+#include "domex_git_commit.h"  // DOMEX_GIT_COMMIT (build/generated/, written by cmake/git_commit.cmake)
 
 namespace domex {
 
