@@ -156,10 +156,14 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const auto front = compare_front(series);
   fmt::print("  surge front Z(T) against Martin & Moyce (1952), n^2 = 2; Z = max x of fluid / a from the back wall\n");
   fmt::print("      T    Z exp    Z sim   deviation   | T shifted +0.175: Z sim  deviation\n");
+  // A T the run did not reach (--end-time, --steps) shows as "-", not nan.
+  const auto cells = [](double Z, double deviation) {
+    return std::isnan(Z) ? fmt::format("{:>7}  {:>10}", "-", "-") : fmt::format("{:7.3f}  {:+8.1f} %", Z, 100 * deviation);
+  };
   for (const auto& row : front) {
     if (std::isnan(row.Z) && std::isnan(row.Z_shifted)) continue;
-    fmt::print("  {:5.2f}  {:7.2f}  {:7.3f}  {:+8.1f} %   |                    {:7.3f}  {:+8.1f} %\n", row.T,
-               row.Z_experiment, row.Z, 100 * row.deviation, row.Z_shifted, 100 * row.deviation_shifted);
+    fmt::print("  {:5.2f}  {:7.2f}  {}   |                    {}\n", row.T, row.Z_experiment, cells(row.Z, row.deviation),
+               cells(row.Z_shifted, row.deviation_shifted));
   }
   if (verify) fmt::print("  checksum         {:016x}\n", checksum);
   if (!writing) return;
