@@ -133,11 +133,10 @@ Box sector_bounds(const Box& sector) noexcept {
 /// the cutoff to the last bit could be left out.
 struct Piece {
   int rank;
-  int image;   ///< (sx + 1) + 3 (sy + 1) + 9 (sz + 1)
-  Box box;     ///< in the geometry's coordinates (sector: z moved, r and phi as they are)
-  Box bounds;  ///< Cartesian bounding box of `box` (for the search tables)
-  Box real;    ///< `box` where it is: not moved
+  int image;    ///< (sx + 1) + 3 (sy + 1) + 9 (sz + 1)
+  Box real;     ///< where the domain part is, in the geometry's coordinates (sector: r, phi, z)
   Point shift;  ///< s L
+  Box bounds;   ///< Cartesian bounding box of `real` moved by -shift (for the search tables)
 };
 
 constexpr int no_shift = 13;
@@ -351,8 +350,9 @@ std::vector<int> images_of(const std::array<bool, 3>& periodic) {
 
 std::array<int, 3> image_vector(int image) noexcept { return {image % 3 - 1, (image / 3) % 3 - 1, image / 9 - 1}; }
 
-Box moved(Box box, const Point& by) noexcept {
-  for (int a = 0; a < 3; ++a) box.lo[a] += by[a], box.hi[a] += by[a];
+/// `box` moved by minus an image shift (a sector's z only: its shift is along z).
+Box moved_back(Box box, const Point& shift) noexcept {
+  for (int a = 0; a < 3; ++a) box.lo[a] -= shift[a], box.hi[a] -= shift[a];
   return box;
 }
 
@@ -989,11 +989,10 @@ std::vector<Piece> multisection_pieces(const Multisection& decomposition, const 
     for (int image : images) {
       if (r == me && image == no_shift) continue;
       const auto s = image_vector(image);
-      Point by;
-      for (int a = 0; a < 3; ++a) by[a] = -s[a] * domain.extent(a);
-      Piece piece{r, image, moved(box, by), {}, box, {}};
+      Piece piece{r, image, box, {}, {}};
       for (int a = 0; a < 3; ++a) piece.shift[a] = s[a] * domain.extent(a);  // as the build's image shifts
-      piece.bounds = sectors ? sector_bounds(piece.box) : piece.box;
+      const Box there = moved_back(box, piece.shift);
+      piece.bounds = sectors ? sector_bounds(there) : there;
       if (distance2(piece.bounds, region) <= reach * reach) pieces.push_back(piece);
     }
   }
@@ -1023,14 +1022,13 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
         const long index[3] = {i, j, k};
         long wrapped[3];
         int image = 0, stride = 1;
-        Point by, shift;
+        Point shift;
         for (int a = 0; a < 3; ++a) {
           const long n = options.buckets[a];
           wrapped[a] = ((index[a] % n) + n) % n;
           const long turns = (index[a] - wrapped[a]) / n;  // the bucket seen one period away
           image += static_cast<int>(1 - turns) * stride;   // s = -turns
           stride *= 3;
-          by[a] = static_cast<double>(turns) * domain.extent(a);
           shift[a] = static_cast<double>(-turns) * domain.extent(a);  // as the build's image shifts
         }
         const int bucket = static_cast<int>(wrapped[0] + options.buckets[0] * (wrapped[1] + options.buckets[1] * wrapped[2]));
@@ -1039,17 +1037,17 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
           open = false;
           continue;
         }
-        const Box real = decomposition.bucket_box(bucket), box = moved(real, by);
+        const Box real = decomposition.bucket_box(bucket), box = moved_back(real, shift);
         if (distance2(box, region) > reach * reach) {
           open = false;
           continue;
         }
         if (open && pieces.back().rank == owner && pieces.back().image == image &&
-            pieces.back().box.hi[0] == box.lo[0]) {
-          pieces.back().box.hi[0] = pieces.back().bounds.hi[0] = box.hi[0];
+            pieces.back().bounds.hi[0] == box.lo[0]) {
+          pieces.back().bounds.hi[0] = box.hi[0];
           pieces.back().real.hi[0] = real.hi[0];
         } else {
-          pieces.push_back({owner, image, box, box, real, shift});
+          pieces.push_back({owner, image, real, shift, box});
           open = true;
         }
       }
