@@ -6,6 +6,7 @@
 #include <domex/comm/provenance.hpp>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace domex::apps {
@@ -14,15 +15,13 @@ void AppDeleter::operator()(CLI::App* app) const noexcept { delete app; }
 
 std::optional<int> parse_command_line(const Comm& comm, CLI::App& app, int argc, char** argv) {
   const bool root = comm.rank() == 0;
-  // --version (every application alike): what a results file's provenance
-  // records, on one line. (provenance() is collective: every rank parses.)
-  const Provenance where = provenance(comm);
+  // --version (every application alike): the build's part of a results
+  // file's provenance, on one line, made only when asked for.
   std::string program = argc > 0 && argv[0] ? argv[0] : "domex";
   program = program.substr(program.find_last_of('/') + 1);
-  app.set_version_flag("--version",
-                       program + ": domex " + where.domex_version + " (git " + where.git_commit + "), " +
-                           where.mpi_library + ", " + where.compiler,
-                       "Print the versions of domex (and its git commit), the MPI library and the compiler, then exit");
+  app.set_version_flag(
+      "--version", std::function<std::string()>([program] { return program + ": " + build_summary(); }),
+      "Print the versions of domex (and its git commit), the MPI library and the compiler, then exit");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

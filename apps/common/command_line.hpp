@@ -28,8 +28,7 @@ using AppPtr = std::unique_ptr<CLI::App, AppDeleter>;
 /// Parses argv with `app`, after adding --version: std::nullopt when the run
 /// goes on, else the exit code (--help, --version: 0; a parse error: CLI11's
 /// message, 2; a domex::Error from a check such as whole_number(): its
-/// message, 2). Collective: every rank parses the same arguments; only rank
-/// 0 prints.
+/// message, 2). Every rank parses the same arguments; only rank 0 prints.
 [[nodiscard]] std::optional<int> parse_command_line(const Comm& comm, CLI::App& app, int argc, char** argv);
 
 }  // namespace domex::apps

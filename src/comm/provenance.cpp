@@ -22,9 +22,8 @@ std::string broadcast_from_root(const Comm& comm, std::string text) {
   return text;
 }
 
-}  // namespace
-
-Provenance provenance(const Comm& comm) {
+/// What the build fixes (no communication): version, commit, MPI library, compiler.
+Provenance of_this_build() {
   Provenance p;
   p.domex_version = DOMEX_VERSION_STRING;
   p.git_commit = DOMEX_GIT_COMMIT;
@@ -42,6 +41,18 @@ Provenance provenance(const Comm& comm) {
 #else
   p.compiler = "unknown";
 #endif
+  return p;
+}
+
+}  // namespace
+
+std::string build_summary() {
+  const Provenance p = of_this_build();
+  return "domex " + p.domex_version + " (git " + p.git_commit + "), " + p.mpi_library + ", " + p.compiler;
+}
+
+Provenance provenance(const Comm& comm) {
+  Provenance p = of_this_build();
   std::string host, date;
   if (comm.rank() == 0) {
     std::array<char, 256> name{};

@@ -33,4 +33,9 @@ void to_json(Json& json, const Provenance& p) {
 /// every rank returns the same record).
 [[nodiscard]] Provenance provenance(const Comm& comm);
 
+/// The build's part of provenance() on one line, with no communication:
+/// "domex <version> (git <commit>), <MPI library>, <compiler>" (what the
+/// applications' --version prints).
+[[nodiscard]] std::string build_summary();
+
 }  // namespace domex
