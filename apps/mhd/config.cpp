@@ -56,7 +56,7 @@ void validate(const Config& config, const Comm& comm) {
       reject(fmt::format("--dims {} {} {}: negative ranks along {}", config.dims[0], config.dims[1], config.dims[2],
                          axis_name[axis]));
   }
-  if (config.steps <= 0) reject(fmt::format("--steps {}: must be positive", config.steps));
+  if (config.steps < 0) reject(fmt::format("--steps {}: must be 0 or more (0: the initial state only)", config.steps));
   if (config.image_every < 0) reject(fmt::format("--image-every {}: must be >= 0", config.image_every));
   if (config.snapshot_every < 0) reject(fmt::format("--snapshot-every {}: must be >= 0", config.snapshot_every));
   apps::hdf5::check_snapshot_format("domex-mhd", config.snapshot_format, "vtk");

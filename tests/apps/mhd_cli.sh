@@ -40,6 +40,12 @@ run 1 --problem nonsense --output "$work/bad" > /dev/null 2> "$work/bad.err" || 
 [[ ! -e "$work/bad" ]] || fail "bad --problem: the output folder was created"
 # A number past its type is named as typed, not run as LONG_MAX.
 expect_bad "huge steps" "^domex-mhd: --steps 99999999999999999999: must be a whole number" --steps 99999999999999999999 --output "$work/bad"
+expect_bad "negative steps" "^domex-mhd: --steps -1: must be 0 or more" --steps -1 --output "$work/bad"
+# --steps 0, as in domex-ring: the initial state only (table, JSON, step-0 snapshot), no step taken.
+run 2 --cells 8 8 8 --steps 0 --snapshot-every 1 --image-every 0 --output "$work/zero" > "$work/zero.txt" 2> /dev/null ||
+  fail "--steps 0 failed"
+grep -q "steps  *0 " "$work/zero.txt" && [[ -s "$work/zero/snapshot_000000.vtk" && -s "$work/zero/mhd.json" ]] ||
+  fail "--steps 0: no table or step-0 output: $(cat "$work/zero.txt")"
 # A grid far beyond memory is refused before anything is allocated.
 expect_bad "huge grid" "--cells 100000 100000 100000" --cells 100000 100000 100000 --output "$work/bad"
 # An unknown key in the INI file (a typo) is an error, not a silent default.
