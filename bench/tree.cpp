@@ -41,6 +41,7 @@ struct TreeBenchOptions {
   bool at_fdps_error = false;  ///< add a run at FDPS's per-particle error for the distribution
   int leaf_limit = 8;
   int group_limit = 64;
+  bool merge_groups = false;
   bool quadrupole = false;
   std::string opening = "cell";
   std::vector<std::string> lets{"p2p_fast"};
@@ -121,6 +122,7 @@ Row run_configuration(Comm& comm, const TreeBenchOptions& options, LetMode let, 
                         .opening = opening_from_string(options.opening),
                         .leaf_limit = options.leaf_limit,
                         .group_limit = options.group_limit,
+                        .merge_groups = options.merge_groups,
                         .quadrupole = options.quadrupole,
                         .let = let,
                         .reuse = options.reuse,
@@ -246,9 +248,10 @@ void run_tree(const TreeBenchOptions& options) {
   Comm comm{MPI_COMM_WORLD};
   std::vector<Row> rows;
   if (comm.rank() == 0)
-    std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d, %s, opening test %s, reuse %d, "
+    std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d%s, %s, opening test %s, reuse %d, "
                 "%d steps, kernel %s\n",
                 comm.size(), options.particles, options.distribution.c_str(), options.leaf_limit, options.group_limit,
+                options.merge_groups ? " (siblings merged)" : "",
                 options.quadrupole ? "quadrupole" : "monopole", options.opening.c_str(), options.reuse, options.steps,
                 gravity_kernel_target().c_str());
   // Every rank measures (each on its own core); rank 0 reports the slowest.
@@ -350,6 +353,7 @@ void run_tree(const TreeBenchOptions& options) {
                    {"seed", options.seed},
                    {"leaf_limit", options.leaf_limit},
                    {"group_limit", options.group_limit},
+                   {"merge_groups", options.merge_groups},
                    {"quadrupole", options.quadrupole},
                    {"opening", options.opening},
                    {"reuse", options.reuse},
@@ -376,6 +380,8 @@ const Registration registration{[](CLI::App& app) {
                     "also run at FDPS's median per-particle error (4.8e-3 uniform, 4.7e-4 Plummer)");
   command->add_option("--leaf-limit", options->leaf_limit, "items per leaf")->capture_default_str();
   command->add_option("--group-limit", options->group_limit, "targets per interaction list")->capture_default_str();
+  command->add_flag("--merge-groups", options->merge_groups,
+                    "merge consecutive sibling group cells up to --group-limit (TreeOptions::merge_groups)");
   command->add_flag("--quadrupole", options->quadrupole, "quadrupole moments");
   command->add_option("--opening", options->opening,
                       "opening test length: cell (Morton cell edge or corner b_max) or particles (b_max)")

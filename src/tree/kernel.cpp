@@ -222,6 +222,76 @@ void GatherRecords(const double* HWY_RESTRICT records, std::size_t stride, const
   }
 }
 
+// The quadrupole term of cells in fp32, vectorised over targets (each cell
+// broadcast), in the caller's scaled units. cells: 10 rows of `stride`
+// floats: the centre x, y, z relative to the targets' origin, then 3 S (the
+// six second moments xx yy zz xy xz yz times 3) and 3/2 tr S, so that
+// 3 S d / s^5 + (3/2 tr S - 15/2 d.S.d / s^2) d / s^5 = (v + (t - 5/8 w^2 d.v) d) w^5 / 32
+// with v = 3 S d, t = 3/2 tr S and w = 2 / s, by the reciprocal square root
+// estimate and one Newton step as in GravitySources (the 1/32 applied to the
+// sums at the end). The targets' last partial vector is computed in a
+// padded copy.
+template <bool Softened>
+void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
+                     float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t n,
+                     const float* HWY_RESTRICT cells, std::size_t stride, std::size_t m, float eps2) {
+  const hn::ScalableTag<float> d;
+  const std::size_t lanes = hn::Lanes(d);
+  const float *cx = cells, *cy = cells + stride, *cz = cells + 2 * stride;
+  const float *q0 = cells + 3 * stride, *q1 = cells + 4 * stride, *q2 = cells + 5 * stride;
+  const float *q3 = cells + 6 * stride, *q4 = cells + 7 * stride, *q5 = cells + 8 * stride;
+  const float* trace = cells + 9 * stride;
+  const auto softening = hn::Set(d, eps2), zero = hn::Zero(d), three = hn::Set(d, 3.0f);
+  const auto five_eighths = hn::Set(d, 0.625f);
+  const auto block = [&](const float* px, const float* py, const float* pz, float* sx, float* sy, float* sz) HWY_ATTR {
+    const auto x = hn::LoadU(d, px), y = hn::LoadU(d, py), z = hn::LoadU(d, pz);
+    auto sum_x = zero, sum_y = zero, sum_z = zero;
+    for (std::size_t j = 0; j < m; ++j) {
+      const auto dx = hn::Sub(x, hn::Set(d, cx[j])), dy = hn::Sub(y, hn::Set(d, cy[j])),
+                 dz = hn::Sub(z, hn::Set(d, cz[j]));
+      const auto r2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::MulAdd(dx, dx, softening)));
+      auto w = hn::ApproximateReciprocalSqrt(r2);
+      w = hn::Mul(w, hn::NegMulAdd(hn::Mul(r2, w), w, three));  // 2 / s
+      if constexpr (!Softened) w = hn::IfThenElseZero(hn::Gt(r2, zero), w);
+      const auto w2 = hn::Mul(w, w);
+      const auto w5 = hn::Mul(hn::Mul(w2, w2), w);  // 32 / s^5
+      const auto a = hn::Set(d, q0[j]), b = hn::Set(d, q1[j]), c = hn::Set(d, q2[j]);
+      const auto e = hn::Set(d, q3[j]), f = hn::Set(d, q4[j]), g = hn::Set(d, q5[j]);
+      const auto vx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
+      const auto vy = hn::MulAdd(g, dz, hn::MulAdd(b, dy, hn::Mul(e, dx)));
+      const auto vz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
+      const auto dv = hn::MulAdd(dz, vz, hn::MulAdd(dy, vy, hn::Mul(dx, vx)));
+      const auto radial = hn::NegMulAdd(hn::Mul(w2, dv), five_eighths, hn::Set(d, trace[j]));
+      sum_x = hn::MulAdd(w5, hn::MulAdd(radial, dx, vx), sum_x);
+      sum_y = hn::MulAdd(w5, hn::MulAdd(radial, dy, vy), sum_y);
+      sum_z = hn::MulAdd(w5, hn::MulAdd(radial, dz, vz), sum_z);
+    }
+    const auto scale = hn::Set(d, 1.0f / 32);
+    hn::StoreU(hn::MulAdd(sum_x, scale, hn::LoadU(d, sx)), d, sx);
+    hn::StoreU(hn::MulAdd(sum_y, scale, hn::LoadU(d, sy)), d, sy);
+    hn::StoreU(hn::MulAdd(sum_z, scale, hn::LoadU(d, sz)), d, sz);
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) block(tx + i, ty + i, tz + i, ax + i, ay + i, az + i);
+  if (i < n) {
+    HWY_ALIGN float tail[6][hn::MaxLanes(d)] = {};
+    for (std::size_t k = i; k < n; ++k)
+      tail[0][k - i] = tx[k], tail[1][k - i] = ty[k], tail[2][k - i] = tz[k], tail[3][k - i] = ax[k],
+                tail[4][k - i] = ay[k], tail[5][k - i] = az[k];
+    block(tail[0], tail[1], tail[2], tail[3], tail[4], tail[5]);
+    for (std::size_t k = i; k < n; ++k) ax[k] = tail[3][k - i], ay[k] = tail[4][k - i], az[k] = tail[5][k - i];
+  }
+}
+
+void QuadrupoleFp32(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
+                    float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t n,
+                    const float* HWY_RESTRICT cells, std::size_t stride, std::size_t m, float eps2) {
+  if (eps2 > 0)
+    QuadrupoleCells<true>(tx, ty, tz, ax, ay, az, n, cells, stride, m, eps2);
+  else
+    QuadrupoleCells<false>(tx, ty, tz, ax, ay, az, n, cells, stride, m, eps2);
+}
+
 // The quadrupole term of cells, fp64, vectorised over targets (each cell
 // broadcast): the same arithmetic as the scalar tail, in the same order of
 // cells for every target. cells: 10 arrays of m values (centre x, y, z, the
@@ -329,6 +399,7 @@ HWY_EXPORT(Gravity);
 HWY_EXPORT(Target);
 HWY_EXPORT(RelativeFp32);
 HWY_EXPORT(QuadrupoleTerm);
+HWY_EXPORT(QuadrupoleFp32);
 HWY_EXPORT(GatherParticleRuns);
 HWY_EXPORT(GatherRecords);
 HWY_EXPORT(DoubleLanes);
@@ -361,6 +432,12 @@ void gather_records(const double* records, std::size_t stride, const std::uint32
                     const double origin[3], ListFp32 out) {
   HWY_DYNAMIC_DISPATCH(kernel_detail::GatherRecords)(records, stride, index, count, origin, out.x, out.y, out.z,
                                                      out.mass);
+}
+
+void quadrupole_fp32(const float* tx, const float* ty, const float* tz, float* ax, float* ay, float* az,
+                     std::size_t targets, const float* cells, std::size_t stride, std::size_t count, float eps2) {
+  if (targets == 0 || count == 0) return;
+  HWY_DYNAMIC_DISPATCH(kernel_detail::QuadrupoleFp32)(tx, ty, tz, ax, ay, az, targets, cells, stride, count, eps2);
 }
 
 void direct_sum_fp64(const double* sx, const double* sy, const double* sz, std::size_t count, const double* xyz,

@@ -163,6 +163,16 @@ int automatic_threads(const Comm& comm) {
   return std::max(1, omp_get_num_procs() / std::max(1, ranks_on_node));
 }
 
+/// A second moment as tree_detail::quadrupole_fp32 reads it: its six
+/// components times 3 and its trace times 3/2, times `scale` (the inverse
+/// square of the quadrupole term's unit), in fp32.
+std::array<float, 8> scaled_quadrupole(const Quadrupole& q, double scale) {
+  const double s3 = 3 * scale;
+  return {static_cast<float>(q[0] * s3), static_cast<float>(q[1] * s3), static_cast<float>(q[2] * s3),
+          static_cast<float>(q[3] * s3), static_cast<float>(q[4] * s3), static_cast<float>(q[5] * s3),
+          static_cast<float>((q[0] + q[1] + q[2]) * 1.5 * scale), 0.0f};
+}
+
 /// Per-thread buffers of the walk and the kernel, reused across groups.
 struct ThreadBuffers {
   std::vector<std::uint32_t> stack, spj;
@@ -179,6 +189,9 @@ struct ThreadBuffers {
   std::vector<std::array<float, 4>> cells;  ///< x, y, z, mass per cell of spj, in spj order
   bool packed = false;
   std::vector<Moments> spj_moments;
+  // The quadrupole term's fp32 operands (tree_detail::quadrupole_fp32):
+  // cells as 10 rows, targets and their sums, in the unit quadrupole_unit().
+  std::vector<float> quad_cells, qx, qy, qz, qax, qay, qaz;
   std::vector<Epj> user_epj;
   std::vector<Point> acc;
   double walk_s = 0, kernel_s = 0;
@@ -277,6 +290,9 @@ struct TreeForce::State {
   std::vector<double> walk_geometry;
   tree_detail::WalkGeometry geometry{};
   std::vector<double> cell_xyzm;  // each cell's centre and mass, 4 doubles a cell, for the list gather
+  // With quadrupoles: each cell's second moments xx yy zz xy xz yz and their
+  // trace in fp32, in quadrupole_unit() (half a cache line a cell).
+  std::vector<std::array<float, 8>> cell_quadrupoles;
 
   // Interaction lists kept for re-use (reuse > 1), per group.
   std::vector<std::vector<std::uint32_t>> list_epj, list_spj;
@@ -319,6 +335,11 @@ struct TreeForce::State {
   /// packed for the fp32 kernel (b.cells, relative to origin).
   void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
   void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
+  /// The quadrupole terms of the cells and LET pseudo-particles of b.spj on the group's targets
+  /// (b.tx, ty, tz, relative to `origin`), in fp32, added to acc.
+  void quadrupole_term(ThreadBuffers& b, const Point& origin, std::span<Point> acc) const;
+  /// The quadrupole term's unit of length: a power of two >= the root's largest edge.
+  [[nodiscard]] double quadrupole_unit() const;
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
   void compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, std::span<Point> a,
                const UserKernel* user, const NearKernel* near, Profile& profile);
@@ -771,6 +792,8 @@ void TreeForce::State::build_global_tree(bool build) {
     for (std::size_t k = 1; k < width; ++k) put(none, 0, k);
   }
   cell_xyzm.resize(4 * cells.size());
+  cell_quadrupoles.resize(options.quadrupole ? cells.size() : 0);
+  const double unit_2 = 1 / (quadrupole_unit() * quadrupole_unit());
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < cell_count; ++c) {
     const TreeCell& cell = cells[c];
@@ -778,6 +801,7 @@ void TreeForce::State::build_global_tree(bool build) {
     const Point& centre = cell.moments.centre;
     for (int a = 0; a < 3; ++a) cell_xyzm[4 * c + a] = centre[a];
     cell_xyzm[4 * c + 3] = cell.moments.mass;
+    if (options.quadrupole) cell_quadrupoles[c] = scaled_quadrupole(cell.moments.quadrupole, unit_2);
     node.begin = cell.begin;
     node.end = cell.end;
     node.first_child = cell.first_child;
@@ -945,10 +969,6 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     }
     j = end;
   }
-  if (options.quadrupole) {
-    b.spj_moments.resize(b.spj.size());
-    for (std::size_t j = 0; j < b.spj.size(); ++j) b.spj_moments[j] = spj_moments_of(b.spj[j]);
-  }
   const float eps2 = static_cast<float>(options.softening * options.softening);
   const auto list_of = [&](const std::vector<float>& v) { return std::span<const float>(v).first(sources); };
   for (Point& a : acc) a = {0, 0, 0};
@@ -972,11 +992,49 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
       }
     }
   }
-  if (options.quadrupole)
-    quadrupole_kernel(std::span<const Point>(positions.data() + begin, count), acc, b.spj_moments,
-                      options.softening * options.softening);
+  if (options.quadrupole) quadrupole_term(b, origin, acc);
   if (near)
     (*near)(target_group, NearSources{source_x, source_y, source_z, source_masses, source_velocities, b.epj});
+}
+
+void TreeForce::State::quadrupole_term(ThreadBuffers& b, const Point& origin, std::span<Point> acc) const {
+  // Lengths in a power of two near the root's size (exact scalings), so that
+  // 1/s^5 stays within fp32's range whatever the problem's unit.
+  const double unit = quadrupole_unit(), inverse = 1 / unit, inverse2 = inverse * inverse;
+  const auto finv = static_cast<float>(inverse);
+  const std::size_t m = b.spj.size(), n = acc.size();
+  b.quad_cells.resize(10 * m);
+  float* rows = b.quad_cells.data();
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::uint32_t entry = b.spj[j];
+    const std::uint32_t k = entry & ~pseudo_flag;
+    const bool pseudo = entry != k;
+    if (b.packed) {  // the walk's list holds the centres, relative to the origin already
+      for (std::size_t a = 0; a < 3; ++a) rows[a * m + j] = b.cells[j][a] * finv;
+    } else {
+      const double* centre = pseudo ? source_positions[k].data() : cell_xyzm.data() + 4 * std::size_t{k};
+      for (std::size_t a = 0; a < 3; ++a) rows[a * m + j] = static_cast<float>((centre[a] - origin[a]) * inverse);
+    }
+    const std::array<float, 8> q =
+        pseudo ? scaled_quadrupole(source_quadrupoles[k], inverse2) : cell_quadrupoles[k];
+    for (std::size_t c = 0; c < 7; ++c) rows[(3 + c) * m + j] = q[c];
+  }
+  for (auto* v : {&b.qx, &b.qy, &b.qz}) v->resize(n);
+  for (auto* v : {&b.qax, &b.qay, &b.qaz}) v->assign(n, 0.0f);
+  for (std::size_t i = 0; i < n; ++i) b.qx[i] = b.tx[i] * finv, b.qy[i] = b.ty[i] * finv, b.qz[i] = b.tz[i] * finv;
+  tree_detail::quadrupole_fp32(b.qx.data(), b.qy.data(), b.qz.data(), b.qax.data(), b.qay.data(), b.qaz.data(), n,
+                               rows, m, m, static_cast<float>(options.softening * options.softening * inverse2));
+  for (std::size_t i = 0; i < n; ++i) {
+    acc[i][0] += static_cast<double>(b.qax[i]) * inverse2;
+    acc[i][1] += static_cast<double>(b.qay[i]) * inverse2;
+    acc[i][2] += static_cast<double>(b.qaz[i]) * inverse2;
+  }
+}
+
+double TreeForce::State::quadrupole_unit() const {
+  double extent = 0;
+  for (int a = 0; a < 3; ++a) extent = std::max(extent, options.root.hi[a] - options.root.lo[a]);
+  return extent > 0 && std::isfinite(extent) ? std::exp2(std::ceil(std::log2(extent))) : 1.0;
 }
 
 void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile) {

@@ -534,6 +534,37 @@ TEST(TreeForce, MergedGroupsKeepAccuracyAndLetModeIdentity) {
         << domex::to_string(let);
 }
 
+// The kernels work in fp32, the quadrupole term with 1/s^5: in a problem's
+// own unit, lengths of 1e7 or 1e-9 would take it out of fp32's range (1/s^5
+// subnormal or infinite) unless the term is computed in a unit of the
+// root's size. (The monopole kernel's m / s^3 has less range to spare: at
+// 2^40 it is subnormal far from a Plummer sphere of 2e4 unit masses.) Lengths scaled by a power of two (the root, the positions and
+// the softening; a power of 4 squared, so that even the reciprocal square
+// root estimate scales exactly) must scale the forces by its inverse square,
+// bitwise, with monopoles and with quadrupoles, at np 1-8.
+TEST(TreeForce, ForcesScaleExactlyWithTheUnitOfLength) {
+  domex::Comm comm(MPI_COMM_WORLD);
+  const Particles p = make_particles(comm, Distribution::plummer, sanitized ? 3000 : 20000, 5);
+  for (bool quadrupole : {false, true}) {
+    const domex::TreeOptions options{.quadrupole = quadrupole, .softening = softening, .threads = 1};
+    const auto unit = tree_forces(comm, p, options);
+    for (int power : {24, -30}) {
+      const double length = std::ldexp(1.0, power), force = std::ldexp(1.0, -2 * power);
+      Particles scaled = p;
+      for (auto& x : scaled.x)
+        for (double& c : x) c *= length;
+      for (int a = 0; a < 3; ++a) scaled.root.lo[a] *= length, scaled.root.hi[a] *= length;
+      domex::TreeOptions scaled_options = options;
+      scaled_options.softening *= length;
+      auto a = tree_forces(comm, scaled, scaled_options);
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        for (int k = 0; k < 3; ++k) differ += a[i][k] / force != unit[i][k];
+      EXPECT_EQ(comm.allreduce(differ, MPI_SUM), 0u) << "length 2^" << power << " quadrupole " << quadrupole;
+    }
+  }
+}
+
 // Theta 0 opens every cell: every target interacts with every particle, so
 // the forces are the direct sum up to the fp32 kernel's rounding, with and
 // without a search radius, for every LET mode and both moment orders.

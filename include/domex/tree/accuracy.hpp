@@ -68,10 +68,11 @@ struct AccuracyChoice {
 };
 
 /// A quadrupole cell interaction costs 1 + this many monopole interactions:
-/// its fp64 term runs after the fp32 monopole one. Alone (64 targets x 2048
-/// cells, AVX3) the term took 6.5x a monopole interaction; inside the step
-/// the monopole kernel runs at ~0.55 of its rate alone (issue 28): 3.5.
-inline constexpr double quadrupole_cell_weight = 3.5;
+/// its fp32 term runs after the monopole kernel. Measured inside the step
+/// (docs/tree_accuracy.md): 1e6 Plummer particles, np 1, theta 0.7, AMD Zen 3
+/// (AVX2): the kernel phase took 0.43 ns per interaction with monopoles and
+/// 1.28 ns more per cell interaction with quadrupoles: 3.0.
+inline constexpr double quadrupole_cell_weight = 3.0;
 
 /// Calibrated errors are multiplied by this before they are compared with a
 /// target: room for inputs, particle counts and rank counts that were not

@@ -2,7 +2,8 @@
 #pragma once
 // Gravity kernels: Plummer-softened monopole interactions in fp32, vectorised
 // with Google Highway and dispatched at run time (AVX-512, AVX2, SSE4, scalar),
-// and the quadrupole term of cells in fp64 (vectorised over targets, dispatched alike).
+// and the quadrupole term of cells in fp64 (vectorised over targets, dispatched alike;
+// TreeForce uses an fp32 form of it, src/tree/simd.hpp).
 
 #include <domex/tree/octree.hpp>
 
