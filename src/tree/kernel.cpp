@@ -222,14 +222,16 @@ void GatherRecords(const double* HWY_RESTRICT records, std::size_t stride, const
   }
 }
 
-// The quadrupole term of cells in fp32, vectorised over targets (each cell
-// broadcast), in the caller's scaled units. cells: 10 rows of `stride`
-// floats: the centre x, y, z relative to the targets' origin, then 3 S (the
-// six second moments xx yy zz xy xz yz times 3) and 3/2 tr S, so that
-// 3 S d / s^5 + (3/2 tr S - 15/2 d.S.d / s^2) d / s^5 = (v + (t - 5/8 w^2 d.v) d) w^5 / 32
-// with v = 3 S d, t = 3/2 tr S and w = 2 / s, by the reciprocal square root
-// estimate and one Newton step as in GravitySources (the 1/32 applied to the
-// sums at the end). The targets' last partial vector is computed in a
+// The monopole and quadrupole terms of cells in fp32, vectorised over
+// targets (each cell broadcast), in the caller's scaled units. cells: 11
+// rows of `stride` floats: the centre x, y, z relative to the targets'
+// origin, 3 S (the six second moments xx yy zz xy xz yz times 3), 3/2 tr S
+// and 4 M (the mass times 4). With d = target - centre, w = 2 / s (by the
+// reciprocal square root estimate and one Newton step, as in
+// GravitySources), v = 3 S d and t = 3/2 tr S:
+//   -M d / s^3 + 3 S d / s^5 + (3/2 tr S - 15/2 d.S.d / s^2) d / s^5
+//   = (w^5 v + (w^5 (t - 5/8 w^2 d.v) - 4 M w^3) d) / 32
+// (the 1/32 applied to the sums at the end). The targets' last partial vector is computed in a
 // padded copy.
 template <bool Softened>
 void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
@@ -240,7 +242,7 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
   const float *cx = cells, *cy = cells + stride, *cz = cells + 2 * stride;
   const float *q0 = cells + 3 * stride, *q1 = cells + 4 * stride, *q2 = cells + 5 * stride;
   const float *q3 = cells + 6 * stride, *q4 = cells + 7 * stride, *q5 = cells + 8 * stride;
-  const float* trace = cells + 9 * stride;
+  const float *trace = cells + 9 * stride, *mass = cells + 10 * stride;
   const auto softening = hn::Set(d, eps2), zero = hn::Zero(d), three = hn::Set(d, 3.0f);
   const auto five_eighths = hn::Set(d, 0.625f);
   const auto block = [&](const float* px, const float* py, const float* pz, float* sx, float* sy, float* sz) HWY_ATTR {
@@ -254,7 +256,8 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
       w = hn::Mul(w, hn::NegMulAdd(hn::Mul(r2, w), w, three));  // 2 / s
       if constexpr (!Softened) w = hn::IfThenElseZero(hn::Gt(r2, zero), w);
       const auto w2 = hn::Mul(w, w);
-      const auto w5 = hn::Mul(hn::Mul(w2, w2), w);  // 32 / s^5
+      const auto w3 = hn::Mul(w2, w);  // 8 / s^3
+      const auto w5 = hn::Mul(w3, w2);  // 32 / s^5
       const auto a = hn::Set(d, q0[j]), b = hn::Set(d, q1[j]), c = hn::Set(d, q2[j]);
       const auto e = hn::Set(d, q3[j]), f = hn::Set(d, q4[j]), g = hn::Set(d, q5[j]);
       const auto vx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
@@ -262,9 +265,10 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
       const auto vz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
       const auto dv = hn::MulAdd(dz, vz, hn::MulAdd(dy, vy, hn::Mul(dx, vx)));
       const auto radial = hn::NegMulAdd(hn::Mul(w2, dv), five_eighths, hn::Set(d, trace[j]));
-      sum_x = hn::MulAdd(w5, hn::MulAdd(radial, dx, vx), sum_x);
-      sum_y = hn::MulAdd(w5, hn::MulAdd(radial, dy, vy), sum_y);
-      sum_z = hn::MulAdd(w5, hn::MulAdd(radial, dz, vz), sum_z);
+      const auto along = hn::NegMulAdd(hn::Set(d, mass[j]), w3, hn::Mul(w5, radial));
+      sum_x = hn::MulAdd(along, dx, hn::MulAdd(w5, vx, sum_x));
+      sum_y = hn::MulAdd(along, dy, hn::MulAdd(w5, vy, sum_y));
+      sum_z = hn::MulAdd(along, dz, hn::MulAdd(w5, vz, sum_z));
     }
     const auto scale = hn::Set(d, 1.0f / 32);
     hn::StoreU(hn::MulAdd(sum_x, scale, hn::LoadU(d, sx)), d, sx);

@@ -64,11 +64,12 @@ void gather_records(const double* records, std::size_t stride, const std::uint32
 void direct_sum_fp64(const double* sx, const double* sy, const double* sz, std::size_t count, const double* xyz,
                      const double* masses, std::size_t n, double eps2, double* ax, double* ay, double* az);
 
-/// The quadrupole term of `count` cells (see quadrupole_kernel) in fp32,
-/// added to ax, ay, az of `targets` targets at tx, ty, tz. cells: 10 rows of
-/// `stride` floats: the centre x, y, z (relative to the targets' origin),
-/// 3 times the second moments xx, yy, zz, xy, xz, yz and 3/2 their trace. Lengths in a
-/// unit of the caller's (a power of two of the problem's size keeps 1/s^5 in
+/// The monopole and quadrupole terms of `count` cells (see gravity_kernel
+/// and quadrupole_kernel) in fp32, added to ax, ay, az of `targets` targets
+/// at tx, ty, tz. cells: 11 rows of `stride` floats: the centre x, y, z
+/// (relative to the targets' origin), 3 times the second moments xx, yy,
+/// zz, xy, xz, yz, 3/2 their trace and 4 times the mass. Lengths in a unit
+/// of the caller's (a power of two of the problem's size keeps 1/s^5 in
 /// fp32's range); a pair at zero distance with eps2 = 0 adds nothing.
 void quadrupole_fp32(const float* tx, const float* ty, const float* tz, float* ax, float* ay, float* az,
                      std::size_t targets, const float* cells, std::size_t stride, std::size_t count, float eps2);

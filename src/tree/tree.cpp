@@ -173,6 +173,9 @@ std::array<float, 8> scaled_quadrupole(const Quadrupole& q, double scale) {
           static_cast<float>((q[0] + q[1] + q[2]) * 1.5 * scale), 0.0f};
 }
 
+/// With TreeOptions::fp64_accumulation: sources per fp32 partial sum.
+constexpr std::size_t fp64_block = 64;
+
 /// Per-thread buffers of the walk and the kernel, reused across groups.
 struct ThreadBuffers {
   std::vector<std::uint32_t> stack, spj;
@@ -190,7 +193,7 @@ struct ThreadBuffers {
   bool packed = false;
   std::vector<Moments> spj_moments;
   // The quadrupole term's fp32 operands (tree_detail::quadrupole_fp32):
-  // cells as 10 rows, targets and their sums, in the unit quadrupole_unit().
+  // cells as 11 rows, targets and their sums, in the unit quadrupole_unit().
   std::vector<float> quad_cells, qx, qy, qz, qax, qay, qaz;
   std::vector<Epj> user_epj;
   std::vector<Point> acc;
@@ -335,9 +338,10 @@ struct TreeForce::State {
   /// packed for the fp32 kernel (b.cells, relative to origin).
   void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
   void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
-  /// The quadrupole terms of the cells and LET pseudo-particles of b.spj on the group's targets
-  /// (b.tx, ty, tz, relative to `origin`), in fp32, added to acc.
-  void quadrupole_term(ThreadBuffers& b, const Point& origin, std::span<Point> acc) const;
+  /// The monopole and quadrupole terms of the cells and LET pseudo-particles
+  /// of b.spj (their centres and masses in the kernel's list, after its
+  /// particles) on the group's targets (b.tx, ty, tz), in fp32, added to acc.
+  void quadrupole_term(ThreadBuffers& b, std::span<Point> acc) const;
   /// The quadrupole term's unit of length: a power of two >= the root's largest edge.
   [[nodiscard]] double quadrupole_unit() const;
   void forces(const UserKernel* user, const NearKernel* near, bool build, Profile& profile);
@@ -970,16 +974,18 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
     j = end;
   }
   const float eps2 = static_cast<float>(options.softening * options.softening);
-  const auto list_of = [&](const std::vector<float>& v) { return std::span<const float>(v).first(sources); };
+  // With quadrupoles the cells' monopole terms come with their quadrupole
+  // terms (quadrupole_term): the monopole kernel takes the particles only.
+  const std::size_t monopoles = options.quadrupole ? b.epj_count : sources;
+  const auto list_of = [&](const std::vector<float>& v) { return std::span<const float>(v).first(monopoles); };
   for (Point& a : acc) a = {0, 0, 0};
   const KernelTargets targets{b.tx, b.ty, b.tz, b.ax, b.ay, b.az};
   if (!options.fp64_accumulation) {
     gravity_kernel(targets, {list_of(b.sx), list_of(b.sy), list_of(b.sz), list_of(b.sm)}, eps2);
     for (std::size_t i = 0; i < count; ++i) acc[i] = {b.ax[i], b.ay[i], b.az[i]};
   } else {
-    constexpr std::size_t block = 64;
-    for (std::size_t first = 0; first < sources; first += block) {
-      const std::size_t length = std::min(block, sources - first);
+    for (std::size_t first = 0; first < monopoles; first += fp64_block) {
+      const std::size_t length = std::min(fp64_block, monopoles - first);
       for (auto* v : {&b.ax, &b.ay, &b.az}) std::fill(v->begin(), v->end(), 0.0f);
       gravity_kernel(targets,
                      {list_of(b.sx).subspan(first, length), list_of(b.sy).subspan(first, length),
@@ -992,42 +998,45 @@ void TreeForce::State::evaluate(std::uint32_t group, ThreadBuffers& b, const Use
       }
     }
   }
-  if (options.quadrupole) quadrupole_term(b, origin, acc);
+  if (options.quadrupole) quadrupole_term(b, acc);
   if (near)
     (*near)(target_group, NearSources{source_x, source_y, source_z, source_masses, source_velocities, b.epj});
 }
 
-void TreeForce::State::quadrupole_term(ThreadBuffers& b, const Point& origin, std::span<Point> acc) const {
+void TreeForce::State::quadrupole_term(ThreadBuffers& b, std::span<Point> acc) const {
   // Lengths in a power of two near the root's size (exact scalings), so that
   // 1/s^5 stays within fp32's range whatever the problem's unit.
   const double unit = quadrupole_unit(), inverse = 1 / unit, inverse2 = inverse * inverse;
   const auto finv = static_cast<float>(inverse);
   const std::size_t m = b.spj.size(), n = acc.size();
-  b.quad_cells.resize(10 * m);
+  b.quad_cells.resize(11 * m);
   float* rows = b.quad_cells.data();
   for (std::size_t j = 0; j < m; ++j) {
+    // The centre and mass from the kernel's list (relative to the group's
+    // origin already), the moments from the cell's or pseudo-particle's own.
+    const std::size_t slot = b.epj_count + j;
+    rows[j] = b.sx[slot] * finv, rows[m + j] = b.sy[slot] * finv, rows[2 * m + j] = b.sz[slot] * finv;
     const std::uint32_t entry = b.spj[j];
     const std::uint32_t k = entry & ~pseudo_flag;
-    const bool pseudo = entry != k;
-    if (b.packed) {  // the walk's list holds the centres, relative to the origin already
-      for (std::size_t a = 0; a < 3; ++a) rows[a * m + j] = b.cells[j][a] * finv;
-    } else {
-      const double* centre = pseudo ? source_positions[k].data() : cell_xyzm.data() + 4 * std::size_t{k};
-      for (std::size_t a = 0; a < 3; ++a) rows[a * m + j] = static_cast<float>((centre[a] - origin[a]) * inverse);
-    }
-    const std::array<float, 8> q =
-        pseudo ? scaled_quadrupole(source_quadrupoles[k], inverse2) : cell_quadrupoles[k];
+    const std::array<float, 8> q = entry != k ? scaled_quadrupole(source_quadrupoles[k], inverse2) : cell_quadrupoles[k];
     for (std::size_t c = 0; c < 7; ++c) rows[(3 + c) * m + j] = q[c];
+    rows[10 * m + j] = 4 * b.sm[slot];
   }
   for (auto* v : {&b.qx, &b.qy, &b.qz}) v->resize(n);
-  for (auto* v : {&b.qax, &b.qay, &b.qaz}) v->assign(n, 0.0f);
   for (std::size_t i = 0; i < n; ++i) b.qx[i] = b.tx[i] * finv, b.qy[i] = b.ty[i] * finv, b.qz[i] = b.tz[i] * finv;
-  tree_detail::quadrupole_fp32(b.qx.data(), b.qy.data(), b.qz.data(), b.qax.data(), b.qay.data(), b.qaz.data(), n,
-                               rows, m, m, static_cast<float>(options.softening * options.softening * inverse2));
-  for (std::size_t i = 0; i < n; ++i) {
-    acc[i][0] += static_cast<double>(b.qax[i]) * inverse2;
-    acc[i][1] += static_cast<double>(b.qay[i]) * inverse2;
-    acc[i][2] += static_cast<double>(b.qaz[i]) * inverse2;
+  const auto eps2 = static_cast<float>(options.softening * options.softening * inverse2);
+  // One fp32 sum over the cells, or (fp64_accumulation) one per block of
+  // fp64_block cells, each added in fp64.
+  const std::size_t block = options.fp64_accumulation ? fp64_block : std::max<std::size_t>(m, 1);
+  for (std::size_t first = 0; first < m; first += block) {
+    for (auto* v : {&b.qax, &b.qay, &b.qaz}) v->assign(n, 0.0f);
+    tree_detail::quadrupole_fp32(b.qx.data(), b.qy.data(), b.qz.data(), b.qax.data(), b.qay.data(), b.qaz.data(), n,
+                                 rows + first, m, std::min(block, m - first), eps2);
+    for (std::size_t i = 0; i < n; ++i) {
+      acc[i][0] += static_cast<double>(b.qax[i]) * inverse2;
+      acc[i][1] += static_cast<double>(b.qay[i]) * inverse2;
+      acc[i][2] += static_cast<double>(b.qaz[i]) * inverse2;
+    }
   }
 }
 

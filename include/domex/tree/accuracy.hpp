@@ -67,11 +67,13 @@ struct AccuracyChoice {
   double predicted_cost;   ///< interactions per particle (quadrupole cells weighted), mean of uniform and Plummer
 };
 
-/// A quadrupole cell interaction costs 1 + this many monopole interactions:
-/// its fp32 term runs after the monopole kernel. Measured inside the step
-/// (docs/tree_accuracy.md): 1e6 Plummer particles, np 1, theta 0.7, AMD Zen 3
-/// (AVX2): the kernel phase took 0.43 ns per interaction with monopoles and
-/// 1.28 ns more per cell interaction with quadrupoles: 3.0.
+/// A quadrupole cell interaction costs 1 + this many monopole interactions
+/// (its monopole and quadrupole terms in one fp32 kernel). Measured inside
+/// the step (docs/tree_accuracy.md): 1e6 Plummer particles, np 1, theta 0.7,
+/// AMD Zen 3 (AVX2): the kernel phase took 0.44-0.47 ns per interaction with
+/// monopoles and 1.0-1.2 ns more per cell interaction with quadrupoles:
+/// 2.3-2.6. Taken as 3: at 2.5 the table chose quadrupoles at theta 0.67 for
+/// Plummer's 4.7e-4, 5-20 % slower per step than monopoles at theta 0.52.
 inline constexpr double quadrupole_cell_weight = 3.0;
 
 /// Calibrated errors are multiplied by this before they are compared with a
