@@ -41,7 +41,7 @@ struct TreeBenchOptions {
   bool at_fdps_error = false;  ///< add a run at FDPS's per-particle error for the distribution
   int leaf_limit = 8;
   int group_limit = 64;
-  bool merge_groups = false;
+  bool merge_groups = TreeOptions{}.merge_groups;
   bool quadrupole = false;
   std::string opening = "cell";
   std::vector<std::string> lets{"p2p_fast"};
@@ -251,7 +251,7 @@ void run_tree(const TreeBenchOptions& options) {
     std::printf("domex-bench tree: %d ranks, %zu %s particles, leaf %d, group %d%s, %s, opening test %s, reuse %d, "
                 "%d steps, kernel %s\n",
                 comm.size(), options.particles, options.distribution.c_str(), options.leaf_limit, options.group_limit,
-                options.merge_groups ? " (siblings merged)" : "",
+                options.merge_groups ? " (siblings merged)" : " (unmerged)",
                 options.quadrupole ? "quadrupole" : "monopole", options.opening.c_str(), options.reuse, options.steps,
                 gravity_kernel_target().c_str());
   // Every rank measures (each on its own core); rank 0 reports the slowest.
@@ -380,8 +380,10 @@ const Registration registration{[](CLI::App& app) {
                     "also run at FDPS's median per-particle error (4.8e-3 uniform, 4.7e-4 Plummer)");
   command->add_option("--leaf-limit", options->leaf_limit, "items per leaf")->capture_default_str();
   command->add_option("--group-limit", options->group_limit, "targets per interaction list")->capture_default_str();
-  command->add_flag("--merge-groups", options->merge_groups,
-                    "merge consecutive sibling group cells up to --group-limit (TreeOptions::merge_groups)");
+  command->add_flag("--merge-groups,!--no-merge-groups", options->merge_groups,
+                    "merge consecutive sibling group cells up to --group-limit (TreeOptions::merge_groups, the "
+                    "default); --no-merge-groups: each group a cell, as FDPS's")
+      ->capture_default_str();
   command->add_flag("--quadrupole", options->quadrupole, "quadrupole moments");
   command->add_option("--opening", options->opening,
                       "opening test length: cell (Morton cell edge or corner b_max) or particles (b_max)")
