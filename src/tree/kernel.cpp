@@ -222,6 +222,18 @@ void GatherRecords(const double* HWY_RESTRICT records, std::size_t stride, const
   }
 }
 
+// S d and d.S.d for the symmetric S of cell j: q[0..5] are the rows of its
+// components xx, yy, zz, xy, xz, yz.
+template <class D, class T, class V>
+HWY_INLINE V SymmetricTimes(D d, const T* const (&q)[6], std::size_t j, V dx, V dy, V dz, V& sx, V& sy, V& sz) {
+  const auto a = hn::Set(d, q[0][j]), b = hn::Set(d, q[1][j]), c = hn::Set(d, q[2][j]);
+  const auto e = hn::Set(d, q[3][j]), f = hn::Set(d, q[4][j]), g = hn::Set(d, q[5][j]);
+  sx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
+  sy = hn::MulAdd(g, dz, hn::MulAdd(b, dy, hn::Mul(e, dx)));
+  sz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
+  return hn::MulAdd(dz, sz, hn::MulAdd(dy, sy, hn::Mul(dx, sx)));
+}
+
 // The monopole and quadrupole terms of cells in fp32, vectorised over
 // targets (each cell broadcast), in the caller's scaled units. cells: 11
 // rows of `stride` floats: the centre x, y, z relative to the targets'
@@ -240,8 +252,8 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
   const hn::ScalableTag<float> d;
   const std::size_t lanes = hn::Lanes(d);
   const float *cx = cells, *cy = cells + stride, *cz = cells + 2 * stride;
-  const float *q0 = cells + 3 * stride, *q1 = cells + 4 * stride, *q2 = cells + 5 * stride;
-  const float *q3 = cells + 6 * stride, *q4 = cells + 7 * stride, *q5 = cells + 8 * stride;
+  const float* const q[6] = {cells + 3 * stride, cells + 4 * stride, cells + 5 * stride,
+                             cells + 6 * stride, cells + 7 * stride, cells + 8 * stride};
   const float *trace = cells + 9 * stride, *mass = cells + 10 * stride;
   const auto softening = hn::Set(d, eps2), zero = hn::Zero(d), three = hn::Set(d, 3.0f);
   const auto five_eighths = hn::Set(d, 0.625f);
@@ -258,12 +270,8 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
       const auto w2 = hn::Mul(w, w);
       const auto w3 = hn::Mul(w2, w);  // 8 / s^3
       const auto w5 = hn::Mul(w3, w2);  // 32 / s^5
-      const auto a = hn::Set(d, q0[j]), b = hn::Set(d, q1[j]), c = hn::Set(d, q2[j]);
-      const auto e = hn::Set(d, q3[j]), f = hn::Set(d, q4[j]), g = hn::Set(d, q5[j]);
-      const auto vx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
-      const auto vy = hn::MulAdd(g, dz, hn::MulAdd(b, dy, hn::Mul(e, dx)));
-      const auto vz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
-      const auto dv = hn::MulAdd(dz, vz, hn::MulAdd(dy, vy, hn::Mul(dx, vx)));
+      hn::Vec<decltype(d)> vx, vy, vz;
+      const auto dv = SymmetricTimes(d, q, j, dx, dy, dz, vx, vy, vz);
       const auto radial = hn::NegMulAdd(hn::Mul(w2, dv), five_eighths, hn::Set(d, trace[j]));
       const auto along = hn::NegMulAdd(hn::Set(d, mass[j]), w3, hn::Mul(w5, radial));
       sum_x = hn::MulAdd(along, dx, hn::MulAdd(w5, vx, sum_x));
@@ -306,8 +314,8 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
   const hn::ScalableTag<double> d;
   const std::size_t lanes = hn::Lanes(d);
   const double *cx = cells, *cy = cells + m, *cz = cells + 2 * m;
-  const double *q0 = cells + 3 * m, *q1 = cells + 4 * m, *q2 = cells + 5 * m;
-  const double *q3 = cells + 6 * m, *q4 = cells + 7 * m, *q5 = cells + 8 * m, *trace = cells + 9 * m;
+  const double* const q[6] = {cells + 3 * m, cells + 4 * m, cells + 5 * m, cells + 6 * m, cells + 7 * m, cells + 8 * m};
+  const double *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *trace = cells + 9 * m;
   const auto softening = hn::Set(d, eps2), one = hn::Set(d, 1.0), zero = hn::Zero(d);
   const auto three = hn::Set(d, 3.0), three_halves = hn::Set(d, 1.5), fifteen_halves = hn::Set(d, 7.5);
   std::size_t i = 0;
@@ -322,12 +330,8 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
       const auto inv_s = hn::IfThenElseZero(hn::Gt(r2, zero), hn::Div(one, hn::Sqrt(r2)));
       const auto inv_s2 = hn::Mul(inv_s, inv_s);
       const auto inv_s5 = hn::Mul(hn::Mul(inv_s2, inv_s2), inv_s);
-      const auto a = hn::Set(d, q0[j]), b = hn::Set(d, q1[j]), c = hn::Set(d, q2[j]);
-      const auto e = hn::Set(d, q3[j]), f = hn::Set(d, q4[j]), g = hn::Set(d, q5[j]);
-      const auto sx = hn::MulAdd(f, dz, hn::MulAdd(e, dy, hn::Mul(a, dx)));
-      const auto sy = hn::MulAdd(g, dz, hn::MulAdd(b, dy, hn::Mul(e, dx)));
-      const auto sz = hn::MulAdd(c, dz, hn::MulAdd(g, dy, hn::Mul(f, dx)));
-      const auto dsd = hn::MulAdd(dz, sz, hn::MulAdd(dy, sy, hn::Mul(dx, sx)));
+      hn::Vec<decltype(d)> sx, sy, sz;
+      const auto dsd = SymmetricTimes(d, q, j, dx, dy, dz, sx, sy, sz);
       const auto radial = hn::Mul(hn::NegMulAdd(hn::Mul(fifteen_halves, dsd), inv_s2,
                                                 hn::Mul(three_halves, hn::Set(d, trace[j]))),
                                   inv_s5);
