@@ -42,8 +42,8 @@ namespace {
 //   mpirun -n 1 domex-bench tree --particles 100000 --distribution D --opening O [--quadrupole]
 //       --thetas 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0 1.2 --steps 1 --threads 1 --json D-O.json
 // (measured with one group per cell, before TreeOptions::merge_groups became
-// the default: merged groups are boxes within the parent cell, so their
-// errors are at most these, and the check on the input measures the rest;
+// the default: a merged group's box holds its cells' boxes, so it opens at
+// least the cells they open, and the check on the input measures the rest;
 // see docs/tree_accuracy.md).
 // Columns: opening, quadrupole, theta; median per-particle error uniform,
 // Plummer; median error by rms |a| uniform, Plummer, ring; interactions per
