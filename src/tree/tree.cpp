@@ -293,8 +293,8 @@ struct TreeForce::State {
   std::vector<double> walk_geometry;
   tree_detail::WalkGeometry geometry{};
   std::vector<double> cell_xyzm;  // each cell's centre and mass, 4 doubles a cell, for the list gather
-  // With quadrupoles: each cell's second moments xx yy zz xy xz yz and their
-  // trace in fp32, in quadrupole_unit() (half a cache line a cell).
+  // With quadrupoles: each cell's second moment as scaled_quadrupole() gives
+  // it (3 S and 3/2 tr S in fp32, in quadrupole_unit(); half a cache line a cell).
   std::vector<std::array<float, 8>> cell_quadrupoles;
 
   // Interaction lists kept for re-use (reuse > 1), per group.
