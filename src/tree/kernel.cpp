@@ -20,6 +20,21 @@ namespace domex::kernel_detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Twice 1/sqrt(r2): the estimate y0 refined by one Newton step written as
+// y0 (3 - r2 y0^2), one multiplication fewer than y0 (1.5 - 0.5 r2 y0^2).
+// Unsoftened, a pair at zero distance (r2 = 0) gives 0, not infinity.
+// `three` and `zero` are the caller's constants (kept in registers).
+template <bool Softened, class V>
+HWY_INLINE V TwiceInverseDistance(V r2, V three, V zero) {
+  V y = hn::ApproximateReciprocalSqrt(r2);
+  y = hn::Mul(y, hn::NegMulAdd(hn::Mul(r2, y), y, three));
+  if constexpr (Softened) {
+    return y;
+  } else {
+    return hn::IfThenElseZero(hn::Gt(r2, zero), y);
+  }
+}
+
 // Sources in vectors, targets broadcast four at a time (each source vector
 // loaded once for four targets), lane sums reduced at the end of the list:
 // no target padding is computed, so a group of any size costs its own
@@ -35,19 +50,9 @@ void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, 
   const auto softening = hn::Set(d, eps2);
   const auto three = hn::Set(d, 3.0f);
   const auto zero = hn::Zero(d);
-  // Twice 1/sqrt(r2): the estimate y0 refined by one Newton step written as
-  // y0 (3 - r2 y0^2), one multiplication fewer than y0 (1.5 - 0.5 r2 y0^2); the
-  // factor 2^3 of the cube is taken out of the sums at the end (exactly,
-  // barring overflow of m y^3 at 1/8 of the old threshold).
-  auto inverse_distance = [&](auto r2) HWY_ATTR {
-    auto y = hn::ApproximateReciprocalSqrt(r2);
-    y = hn::Mul(y, hn::NegMulAdd(hn::Mul(r2, y), y, three));
-    if constexpr (Softened) {
-      return y;
-    } else {
-      return hn::IfThenElseZero(hn::Gt(r2, zero), y);
-    }
-  };
+  // Twice 1/sqrt(r2) (TwiceInverseDistance); the factor 2^3 of the cube is
+  // taken out of the sums at the end (exactly, barring overflow of m y^3 at
+  // 1/8 of the old threshold).
   // The last partial vector of sources, padded with zero masses.
   const std::size_t full = source_count / lanes * lanes;
   HWY_ALIGN float tail[4][hn::MaxLanes(d)] = {};
@@ -71,7 +76,7 @@ void GravitySources(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, 
       for (std::size_t t = 0; t < count; ++t) {
         const auto dx = hn::Sub(xj, x[t]), dy = hn::Sub(yj, y[t]), dz = hn::Sub(zj, z[t]);
         const auto r2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::MulAdd(dx, dx, softening)));
-        const auto q = inverse_distance(r2);
+        const auto q = TwiceInverseDistance<Softened>(r2, three, zero);
         const auto f = hn::Mul(hn::Mul(mj, q), hn::Mul(q, q));
         sum_x[t] = hn::MulAdd(f, dx, sum_x[t]);
         sum_y[t] = hn::MulAdd(f, dy, sum_y[t]);
@@ -238,13 +243,12 @@ HWY_INLINE V SymmetricTimes(D d, const T* const (&q)[6], std::size_t j, V dx, V 
 // targets (each cell broadcast), in the caller's scaled units. cells: 11
 // rows of `stride` floats: the centre x, y, z relative to the targets'
 // origin, 3 S (the six second moments xx yy zz xy xz yz times 3), 3/2 tr S
-// and 4 M (the mass times 4). With d = target - centre, w = 2 / s (by the
-// reciprocal square root estimate and one Newton step, as in
-// GravitySources), v = 3 S d and t = 3/2 tr S:
+// and 4 M (the mass times 4). With d = target - centre, w = 2 / s
+// (TwiceInverseDistance, as in GravitySources), v = 3 S d and t = 3/2 tr S:
 //   -M d / s^3 + 3 S d / s^5 + (3/2 tr S - 15/2 d.S.d / s^2) d / s^5
 //   = (w^5 v + (w^5 (t - 5/8 w^2 d.v) - 4 M w^3) d) / 32
-// (the 1/32 applied to the sums at the end). The targets' last partial vector is computed in a
-// padded copy.
+// (the 1/32 applied to the sums at the end). The targets' last partial
+// vector is computed in a padded copy.
 template <bool Softened>
 void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty, const float* HWY_RESTRICT tz,
                      float* HWY_RESTRICT ax, float* HWY_RESTRICT ay, float* HWY_RESTRICT az, std::size_t n,
@@ -264,9 +268,7 @@ void QuadrupoleCells(const float* HWY_RESTRICT tx, const float* HWY_RESTRICT ty,
       const auto dx = hn::Sub(x, hn::Set(d, cx[j])), dy = hn::Sub(y, hn::Set(d, cy[j])),
                  dz = hn::Sub(z, hn::Set(d, cz[j]));
       const auto r2 = hn::MulAdd(dz, dz, hn::MulAdd(dy, dy, hn::MulAdd(dx, dx, softening)));
-      auto w = hn::ApproximateReciprocalSqrt(r2);
-      w = hn::Mul(w, hn::NegMulAdd(hn::Mul(r2, w), w, three));  // 2 / s
-      if constexpr (!Softened) w = hn::IfThenElseZero(hn::Gt(r2, zero), w);
+      const auto w = TwiceInverseDistance<Softened>(r2, three, zero);  // 2 / s
       const auto w2 = hn::Mul(w, w);
       const auto w3 = hn::Mul(w2, w);  // 8 / s^3
       const auto w5 = hn::Mul(w3, w2);  // 32 / s^5
@@ -315,7 +317,7 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
   const std::size_t lanes = hn::Lanes(d);
   const double *cx = cells, *cy = cells + m, *cz = cells + 2 * m;
   const double* const q[6] = {cells + 3 * m, cells + 4 * m, cells + 5 * m, cells + 6 * m, cells + 7 * m, cells + 8 * m};
-  const double *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *trace = cells + 9 * m;
+  const double* trace = cells + 9 * m;
   const auto softening = hn::Set(d, eps2), one = hn::Set(d, 1.0), zero = hn::Zero(d);
   const auto three = hn::Set(d, 3.0), three_halves = hn::Set(d, 1.5), fifteen_halves = hn::Set(d, 7.5);
   std::size_t i = 0;
@@ -349,9 +351,9 @@ void QuadrupoleTerm(const double* HWY_RESTRICT tx, const double* HWY_RESTRICT ty
       if (!(r2 > 0)) continue;
       const double inv_s = 1.0 / std::sqrt(r2), inv_s2 = inv_s * inv_s;
       const double inv_s5 = inv_s2 * inv_s2 * inv_s;
-      const double sx = q0[j] * dx + q3[j] * dy + q4[j] * dz;
-      const double sy = q3[j] * dx + q1[j] * dy + q5[j] * dz;
-      const double sz = q4[j] * dx + q5[j] * dy + q2[j] * dz;
+      const double sx = q[0][j] * dx + q[3][j] * dy + q[4][j] * dz;
+      const double sy = q[3][j] * dx + q[1][j] * dy + q[5][j] * dz;
+      const double sz = q[4][j] * dx + q[5][j] * dy + q[2][j] * dz;
       const double dsd = dx * sx + dy * sy + dz * sz;
       const double radial = (1.5 * trace[j] - 7.5 * dsd * inv_s2) * inv_s5;
       ax[i] += 3 * sx * inv_s5 + radial * dx;

@@ -797,7 +797,7 @@ void TreeForce::State::build_global_tree(bool build) {
   }
   cell_xyzm.resize(4 * cells.size());
   cell_quadrupoles.resize(options.quadrupole ? cells.size() : 0);
-  const double unit_2 = 1 / (quadrupole_unit() * quadrupole_unit());
+  const double unit = quadrupole_unit(), unit_2 = 1 / (unit * unit);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t c = 0; c < cell_count; ++c) {
     const TreeCell& cell = cells[c];

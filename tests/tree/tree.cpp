@@ -538,9 +538,10 @@ TEST(TreeForce, MergedGroupsKeepAccuracyAndLetModeIdentity) {
 // own unit, lengths of 1e7 or 1e-9 would take it out of fp32's range (1/s^5
 // subnormal or infinite) unless the term is computed in a unit of the
 // root's size. (The monopole kernel's m / s^3 has less range to spare: at
-// 2^40 it is subnormal far from a Plummer sphere of 2e4 unit masses.) Lengths scaled by a power of two (the root, the positions and
-// the softening; a power of 4 squared, so that even the reciprocal square
-// root estimate scales exactly) must scale the forces by its inverse square,
+// 2^40 it is subnormal far from a Plummer sphere of 2e4 unit masses.)
+// Lengths scaled by a power of two (the root, the positions and the
+// softening; a power of 4 squared, so that even the reciprocal square root
+// estimate scales exactly) must scale the forces by its inverse square,
 // bitwise, with monopoles and with quadrupoles, at np 1-8.
 TEST(TreeForce, ForcesScaleExactlyWithTheUnitOfLength) {
   domex::Comm comm(MPI_COMM_WORLD);

@@ -78,8 +78,8 @@ struct TreeOptions {
   /// traverse 344 -> 149 ms, kernel 370 -> 280 ms, 471 -> 561 interactions
   /// per particle. A 1e6-particle Plummer sphere, np 1, theta 0.5, Zen 3:
   /// step 3616-3692 -> 2914 ms (traverse 1871-1908 -> 1014-1019, kernel
-  /// 1561-1584 -> 1700-1703 ms), median error 3.1e-4 -> 2.7e-4; uniform: the
-  /// same time within noise. Group boxes stay within the parent cell, so
+  /// 1561-1584 -> 1700-1703 ms), median error 3.1e-4 -> 2.7e-4; uniform:
+  /// 1818-1842 -> 1748-1762 ms. Group boxes stay within the parent cell, so
   /// forces are at least as accurate. false: FDPS's groups (each group a cell).
   bool merge_groups = true;
   bool quadrupole = false;  ///< quadrupole moments of cells, else monopoles
