@@ -4,6 +4,7 @@
 # one simulation at a time, each under `timeout 600` (10 minutes).
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
 #               | counts | counts-mps | reduce | halo [P...] | let [P...] | model
+#               | ring-compute [P...] | ring-compute-check
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -171,6 +172,47 @@ case ${1:-} in
           done
         fi
       done
+    done ;;
+  ring-compute)
+    # sim/runs.sh ring-compute [P...]: domex-ring's before/after table with
+    # computation charged (DOMEX_SIM_COMPUTE, default 1: this machine's core;
+    # one simulation at a time, nothing else running), 2000 particles per
+    # rank as the seed's 2 M on 1024 nodes, one thread per rank. At 64 ranks
+    # every case in one simulation (--compare-legacy, 44 s); above, all
+    # legacy and all fixes, one simulation each (the six cases at 256 ranks
+    # did not finish in 10 minutes).
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 256)
+    export OMP_NUM_THREADS=1 DOMEX_SIM_COMPUTE=${DOMEX_SIM_COMPUTE:-1}
+    ring_flags=(--threads 1 --image-every 0 --energy-every -1)
+    for platform in ib tofu; do
+      for P in "${ranks[@]}"; do
+        if ((P <= 64)); then
+          run "ring-compute-$platform-$P" "$platform" "$P" ring --particles $((2000 * P)) --steps 8 \
+            "${ring_flags[@]}" --compare-legacy --output "ring-compute-$platform-$P"
+        else
+          for legacy in all none; do
+            run "ring-compute-$platform-$P-$legacy" "$platform" "$P" ring --particles $((2000 * P)) --steps 8 \
+              "${ring_flags[@]}" --legacy "$legacy" --output "ring-compute-$platform-$P-$legacy"
+          done
+        fi
+      done
+    done ;;
+  ring-compute-check)
+    # What is charged against what is measured: domex-ring at np 1 and 2,
+    # natively (mpirun) and simulated with DOMEX_SIM_COMPUTE=1 (one rank per
+    # node of the fat tree), the same flags; compare the phase tables (the
+    # computation phases should agree within the run-to-run noise).
+    export OMP_NUM_THREADS=1
+    flags=(--particles 200000 --steps 8 --threads 1 --image-every 0 --energy-every -1 --compare-legacy)
+    for P in 1 2; do
+      echo "== native np $P"
+      "$root/scripts/run" -n "$P" "$root/build/release/apps/ring/domex-ring" "${flags[@]}" --output "native-$P" \
+        >"ring-native-$P.txt" 2>&1
+      DOMEX_SIM_COMPUTE=1 run "ring-simulated-$P" ib "$P" ring "${flags[@]}" --output "simulated-$P"
+      paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "ring-native-$P.txt" | cut -c1-110) \
+        <(grep -A12 '^domex-ring --compare-legacy' "ring-simulated-$P.txt" | cut -c24-110)
     done ;;
   model)
     # The platform-fitted cost model of the sparse study (sim/README.md):
