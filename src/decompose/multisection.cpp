@@ -150,7 +150,7 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
     // instead of O(bins x cuts). The full scans cost a ring's 128 sections
     // in phi 0.47 ms per rebalance on every rank, in round 1 alone (127
     // cuts, 4096 bins, one Zen 3 core). domex-ring at 256 simulated ranks
-    // with computation charged: decompose 0.67-0.94 -> 0.42 ms per step
+    // with computation charged: decompose 0.67-0.94 -> 0.42-0.51 ms per step
     // (sim/README.md).
     std::size_t scanned = brackets.size();  // the bracket whose scan is at (t, below)
     std::uint64_t below = 0;
