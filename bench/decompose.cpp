@@ -43,17 +43,26 @@ struct Particle {
   std::uint64_t id;
 };
 
-/// Deterministic per rank. uniform / clustered: unit box (clustered as
-/// migrate's --clustering: two Plummer-like clumps); ring: r in [0.8, 1.2),
-/// all phi, thin in z, denser on one side.
-std::vector<Particle> initial(const Comm& comm, const std::string& input, std::size_t count, double clustering) {
+/// Deterministic per rank. uniform: the unit box, each rank's particles in
+/// its own domain of the starting (equal-volume) decomposition `start`, so
+/// that settling moves particles between neighbours only (drawn from the
+/// whole box, the first migration would be an all-to-all of P^2 messages,
+/// which no simulation at thousands of ranks gets through); clustered: the
+/// unit box, drawn from the whole of it (as migrate's --clustering: two
+/// Plummer-like clumps); ring: r in [0.8, 1.2), all phi, thin in z, denser
+/// on one side, drawn from the whole ring.
+std::vector<Particle> initial(const Comm& comm, const std::string& input, std::size_t count, double clustering,
+                              const Multisection& start) {
+  const Box home = start.box(comm.rank());
   std::mt19937_64 random(2000 + static_cast<std::uint64_t>(comm.rank()));
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<Particle> particles(count);
   const Point centres[2] = {{0.3, 0.3, 0.4}, {0.7, 0.65, 0.55}};
   for (std::size_t i = 0; i < count; ++i) {
     Point x{u(random), u(random), u(random)};
-    if (input == "clustered" && u(random) < clustering) {
+    if (input == "uniform") {
+      for (int a = 0; a < 3; ++a) x[a] = home.lo[a] + x[a] * (home.hi[a] - home.lo[a]);
+    } else if (input == "clustered" && u(random) < clustering) {
       const Point& c = centres[i % 2];
       const double r = std::min(0.04 / std::sqrt(std::pow(std::max(u(random), 1e-9), -2.0 / 3.0) - 1.0), 0.25);
       const double cos_theta = 2 * u(random) - 1, phi = 2 * std::numbers::pi * u(random);
@@ -108,7 +117,7 @@ void run_decompose(const DecomposeOptions& options) {
                                      .neighbour_margin = options.drift};
         const Box domain = ring ? Box{{0.75, 0, -0.05}, {1.25, 0, 0.05}} : Box{{0, 0, 0}, {1, 1, 1}};
         Multisection decomposition(comm, domain, settings);
-        auto particles = initial(comm, input, options.particles, options.clustering);
+        auto particles = initial(comm, input, options.particles, options.clustering, decomposition);
         for (int settle = 0; settle < 2; ++settle) {  // untimed: send the particles home
           const auto positions = positions_of(particles);
           decomposition.rebalance(positions);

@@ -8,6 +8,7 @@ SIMULATED with its platform, calibration and command.
   sim/plot.py halo docs/sim-halo.png ib/24:64=halo-ib-24-64.json ...   (platform/cells per rank:P)
   sim/plot.py let docs/sim-let.png ib:64=tree-ib-64.json ...
   sim/plot.py migration docs/sim-migration.png build/simruns   (every migration-<platform>-<P>-<algorithm>.json/.txt)
+  sim/plot.py decompose docs/sim-decompose.png label=folder ...   (every decompose-<platform>-<P>.json there)
 """
 import glob
 import json
@@ -328,7 +329,56 @@ def migration(output, arguments):
     fig.savefig(output, dpi=110)
 
 
+def decompose(output, arguments):
+    """Multisection rebalance at scale (sim/runs.sh decompose): time and bytes
+    received per rank against P, one series per 'label=folder' (every
+    decompose-<platform>-<P>.json there), with P^(1/3) and P reference lines
+    through the first series' smallest P."""
+    series = {}  # "label platform" -> {P: row}
+    for argument in arguments:
+        label, folder = argument.split("=", 1)
+        for path in sorted(glob.glob(os.path.join(folder, "decompose-*.json"))):
+            match = re.fullmatch(r"decompose-(\w+)-(\d+)\.json", os.path.basename(path))
+            if match:
+                rows = json.load(open(path))["rows"]
+                series.setdefault(f"{label} ({match[1]})", {})[int(match[2])] = rows[0]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
+    print("\n| series | P | rebalance ms | migrate ms | bytes received per rank | rounds |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, values in series.items():
+        ranks = sorted(values)
+        for r in ranks:
+            row = values[r]
+            print(f"| {name} | {r} | {row['rebalance_s'] * 1e3:.3f} | {row['migrate_s'] * 1e3:.3f} | "
+                  f"{row['bytes_received']} | {row['rounds']} |")
+        left.plot(ranks, [values[r]["rebalance_s"] * 1e3 for r in ranks], "o-", label=name)
+        right.plot(ranks, [values[r]["bytes_received"] / 1e3 for r in ranks], "o-", label=name)
+    ranks = sorted({r for values in series.values() for r in values})
+    first = next(iter(series.values()))
+    for axis, key, scale in ((left, "rebalance_s", 1e3), (right, "bytes_received", 1e-3)):
+        base = first[min(first)][key] * scale
+        axis.plot(ranks, [base * (r / min(first)) ** (1 / 3) for r in ranks], ":", color="grey", label="P^(1/3)")
+        axis.plot(ranks, [base * r / min(first) for r in ranks], "-.", color="grey", label="P")
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.set_xlabel("simulated ranks P")
+        axis.legend(fontsize=8)
+    left.axhline(0.4, color="red", lw=0.8)
+    left.text(ranks[0], 0.42, "target: 0.4 ms at P = 1024", color="red", fontsize=8)
+    left.set_ylabel("ms per rebalance, slowest rank (median of 5)")
+    right.set_ylabel("KB received per rank per rebalance (max rank)")
+    left.set_title("SIMULATED multisection rebalance, 2000 particles/rank")
+    right.set_title("bytes received per rank (histogram reductions)")
+    footer(fig, sorted({name.split("(")[-1].rstrip(")") for name in series}),
+           "sim/run tofu <P> decompose --particles 2000 --inputs uniform --methods histogram --repeats 5 "
+           "(sim/runs.sh decompose)")
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
 if __name__ == "__main__":
     kind, output, *rest = sys.argv[1:]
-    {"sparse": sparse, "counts": counts, "halo": halo, "let": let, "migration": migration}[kind](output, rest)
+    {"sparse": sparse, "counts": counts, "halo": halo, "let": let, "migration": migration,
+     "decompose": decompose}[kind](output, rest)
     print(f"wrote {output}")

@@ -4,7 +4,7 @@
 # one simulation at a time, each under `timeout 600` (10 minutes).
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
 #               | counts | counts-mps | reduce | halo [P...] | let [P...] | model
-#               | ring-compute [P...] | ring-compute-check
+#               | ring-compute [P...] | ring-compute-check | decompose [P...]
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -198,6 +198,20 @@ case ${1:-} in
           done
         fi
       done
+    done ;;
+  decompose)
+    # sim/runs.sh decompose [P...]: Multisection rebalance at scale (issue 27,
+    # item 4): Tofu, 2000 uniform particles per rank starting in their own
+    # domains, histogram cuts (the default), 5 timed rebalances and migration
+    # steps after 2 untimed ones, communication only (with DOMEX_SIM_COMPUTE
+    # the rebalance was charged time that grew with P even at 20 particles
+    # per rank: sim/README.md). Default P: 64 128 256 512 1024.
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 128 256 512 1024)
+    for P in "${ranks[@]}"; do
+      run "decompose-tofu-$P" tofu "$P" decompose --particles 2000 --inputs uniform --methods histogram --repeats 5 \
+        --json "decompose-tofu-$P.json"
     done ;;
   ring-compute-check)
     # What is charged against what is measured: domex-ring at np 1 and 2,

@@ -92,10 +92,6 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   std::vector<std::size_t> bracket_of(static_cast<std::size_t>(parts + 1), 0);
   std::vector<std::uint64_t> histogram;
   std::uint64_t total = 0;
-  // Round 1 resolves near-uniform input at once: enough bins that one holds
-  // about half of `tolerance` of a part (capped at 4096, 32 KiB).
-  const int first_bins = std::clamp(static_cast<int>(std::ceil(2 * parts / tolerance)), bins_per_cut,
-                                    std::max(bins_per_cut, 4096));
   // Later rounds refine every pending cut's bin at once: with many cuts on
   // one axis (a ring's 1 x P x 1) bins_per_cut each would reduce O(parts x
   // bins) counts per round (2 MB at P = 1024), so the round's histogram is
@@ -103,10 +99,23 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   // or two of latency instead of megabytes of bandwidth (domex-ring at 256
   // simulated ranks: 2.3 -> 1.0 ms of communication per rebalance, sim/README.md).
   constexpr std::size_t round_counts = 2048;
+  const auto later_bins = [&](std::size_t brackets_pending) {
+    return std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets_pending)), std::min(bins_per_cut, 8));
+  };
+  // A final cut's bin holds about half of `tolerance` of a part: `resolution`
+  // bins over the extent. Round 1 resolves near-uniform input alone where
+  // that is at most 4096 bins (32 KiB; two parts at the default tolerance).
+  // Otherwise round 2 is needed anyway, and round 1 has just enough bins
+  // that round 2 resolves (at least bins_per_cut): more would not save a
+  // round but multiply round 1's bytes (4096 bins in every round 1 cost
+  // 0.46 ms per rebalance at 1024 simulated Tofu ranks, 0.34 ms without;
+  // sim/README.md, "Decomposition at scale").
+  const double resolution = std::ceil(2 * parts / tolerance);
+  const double first = resolution <= 4096 ? resolution
+                                           : std::ceil(resolution / later_bins(static_cast<std::size_t>(parts - 1)));
+  const int first_bins = std::clamp(static_cast<int>(std::min(first, 4096.0)), bins_per_cut, std::max(bins_per_cut, 4096));
   for (int round = 1;; ++round) {
-    const int bins = round == 1 ? first_bins
-                                : std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets.size())),
-                                           std::min(bins_per_cut, 8));
+    const int bins = round == 1 ? first_bins : later_bins(brackets.size());
     const auto count = static_cast<std::size_t>(bins);
     histogram.assign(brackets.size() * count, 0);
     const auto add = [&](std::size_t b, double x, std::size_t i) {

@@ -36,9 +36,11 @@ enum class CutMethod {
   /// Exact weighted quantiles, no samples: histograms of integer cost
   /// reduced over the level's communicator (MPI_Allreduce, exact, hence the
   /// same on every rank), refined inside each cut's bin for a few rounds.
-  /// Up to 4096 counts in a level's first round, O(parts x bins) capped at
-  /// 2048 counts (at least 8 bins per cut) in later ones; one or two rounds per level
-  /// on smooth input. Default: at np 2 with 1e5 particles per rank it
+  /// A level's first round resolves smooth input alone where 4096 counts
+  /// suffice (two parts at the default tolerance), else has just enough
+  /// bins (at least `bins`) that the second does; later rounds O(parts x
+  /// bins), capped at 2048 counts (at least 8 bins per cut); one or two
+  /// rounds per level on smooth input. Default: at np 2 with 1e5 particles per rank it
   /// rebalanced in about 1 ms with max/mean cost 1.0000, where `sampled` took
   /// about 0.6 ms with 1.006-1.008 at 64 samples per part (bench/decompose).
   histogram,
