@@ -100,7 +100,8 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   // simulated ranks: 2.3 -> 1.0 ms of communication per rebalance, sim/README.md).
   constexpr std::size_t round_counts = 2048;
   const auto later_bins = [&](std::size_t brackets_pending) {
-    return std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets_pending)), std::min(bins_per_cut, 8));
+    return std::max(std::min(bins_per_cut, static_cast<int>(round_counts / brackets_pending)),
+                    std::min(bins_per_cut, 8));
   };
   // A final cut's bin holds about half of `tolerance` of a part: `resolution`
   // bins over the extent. Round 1 resolves near-uniform input alone where
@@ -113,7 +114,8 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   const double resolution = std::ceil(2 * parts / tolerance);
   const double first = resolution <= 4096 ? resolution
                                            : std::ceil(resolution / later_bins(static_cast<std::size_t>(parts - 1)));
-  const int first_bins = std::clamp(static_cast<int>(std::min(first, 4096.0)), bins_per_cut, std::max(bins_per_cut, 4096));
+  const int first_bins =
+      std::clamp(static_cast<int>(std::min(first, 4096.0)), bins_per_cut, std::max(bins_per_cut, 4096));
   for (int round = 1;; ++round) {
     const int bins = round == 1 ? first_bins : later_bins(brackets.size());
     const auto count = static_cast<std::size_t>(bins);
