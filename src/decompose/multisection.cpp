@@ -111,11 +111,13 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
   // round but multiply round 1's bytes (4096 bins in every round 1 cost
   // 0.46 ms per rebalance at 1024 simulated Tofu ranks, 0.34 ms without;
   // sim/README.md, "Decomposition at scale").
+  constexpr int first_counts = 4096;  // round 1's cap, unless bins_per_cut is larger
   const double resolution = std::ceil(2 * parts / tolerance);
-  const double first = resolution <= 4096 ? resolution
-                                           : std::ceil(resolution / later_bins(static_cast<std::size_t>(parts - 1)));
-  const int first_bins =
-      std::clamp(static_cast<int>(std::min(first, 4096.0)), bins_per_cut, std::max(bins_per_cut, 4096));
+  const double first = resolution <= first_counts
+                           ? resolution
+                           : std::ceil(resolution / later_bins(static_cast<std::size_t>(parts - 1)));
+  const int first_bins = static_cast<int>(
+      std::clamp(first, static_cast<double>(bins_per_cut), static_cast<double>(std::max(bins_per_cut, first_counts))));
   for (int round = 1;; ++round) {
     const int bins = round == 1 ? first_bins : later_bins(brackets.size());
     const auto count = static_cast<std::size_t>(bins);

@@ -40,9 +40,10 @@ enum class CutMethod {
   /// suffice (two parts at the default tolerance), else has just enough
   /// bins (at least `bins`) that the second does; later rounds O(parts x
   /// bins), capped at 2048 counts (at least 8 bins per cut); one or two
-  /// rounds per level on smooth input. Default: at np 2 with 1e5 particles per rank it
-  /// rebalanced in about 1 ms with max/mean cost 1.0000, where `sampled` took
-  /// about 0.6 ms with 1.006-1.008 at 64 samples per part (bench/decompose).
+  /// rounds per level on smooth input. Default: at np 2 with 1e5 particles
+  /// per rank it rebalanced in about 1 ms with max/mean cost 1.0000, where
+  /// `sampled` took about 0.6 ms with 1.006-1.008 at 64 samples per part
+  /// (bench/decompose).
   histogram,
   /// FDPS-style multi-step sampling: each level draws samples_per_rank x
   /// (parts of the level) samples, each rank in proportion to its cost, and
