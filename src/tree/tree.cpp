@@ -333,7 +333,7 @@ struct TreeForce::State {
   void build_local_tree(std::span<const Point> x, std::span<const double> m, std::span<const Point> v, bool build);
   void build_let(bool build);
   void exchange_let(bool build);
-  void build_global_tree(bool build);
+  void build_global_tree(bool build, bool near_sources);
   /// The interaction lists of a group; with `origin`, the cell list is also
   /// packed for the fp32 kernel (b.cells, relative to origin).
   void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
@@ -652,7 +652,7 @@ void TreeForce::State::exchange_let(bool build) {
                                    std::to_string(old_total));
 }
 
-void TreeForce::State::build_global_tree(bool build) {
+void TreeForce::State::build_global_tree(bool build, bool near_sources) {
   const int me = comm.rank();
   if (build) {
     // Remote sources in (key, rank, position in its LET) order: a total order
@@ -703,44 +703,47 @@ void TreeForce::State::build_global_tree(bool build) {
   source_positions.resize(total);
   source_masses.resize(total);
   source_pseudo.resize(total);
+  source_extents.resize(total);
   if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
-  source_extents.assign(total, 0.0);
   const bool with_velocities = !velocities.empty();
   source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
-  source_x.resize(total);
-  source_y.resize(total);
-  source_z.resize(total);
+  // The positions as three arrays only for a near kernel (NearSources).
+  source_x.resize(near_sources ? total : 0);
+  source_y.resize(near_sources ? total : 0);
+  source_z.resize(near_sources ? total : 0);
+  source_xyzm.resize(4 * (total + tree_detail::list_slack()));
+  // One pass writes every array (they are read back in the walk, the
+  // kernel and the global tree's moments).
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::size_t k = 0; k < total; ++k) {
     const SourceOrigin origin = source_origin[k];
+    Point at;
+    double mass, extent = 0;
+    std::uint8_t pseudo = 0;
     if (origin.kind == SourceOrigin::local) {
-      source_positions[k] = positions[origin.index];
-      source_masses[k] = masses[origin.index];
-      source_pseudo[k] = 0;
+      at = positions[origin.index];
+      mass = masses[origin.index];
       if (with_velocities) source_velocities[k] = velocities[origin.index];
-      continue;
+    } else {
+      const Moments& m = origin.kind == SourceOrigin::received ? received[origin.index].moments
+                                                                 : summaries[origin.index].root;
+      at = m.centre;
+      mass = m.mass;
+      pseudo = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
+      if (pseudo) {
+        if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
+        extent = origin.kind == SourceOrigin::stand_in ? summaries[origin.index].bmax : received[origin.index].extent;
+      } else if (with_velocities) {
+        source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
+      }
     }
-    const Moments& m = origin.kind == SourceOrigin::received ? received[origin.index].moments
-                                                               : summaries[origin.index].root;
-    source_positions[k] = m.centre;
-    source_masses[k] = m.mass;
-    source_pseudo[k] = origin.kind == SourceOrigin::stand_in || received[origin.index].pseudo ? 1 : 0;
-    if (source_pseudo[k]) {
-      if (options.quadrupole) source_quadrupoles[k] = m.quadrupole;
-      source_extents[k] = origin.kind == SourceOrigin::stand_in ? summaries[origin.index].bmax
-                                                                : received[origin.index].extent;
-    } else if (with_velocities) {
-      source_velocities[k] = {m.quadrupole[0], m.quadrupole[1], m.quadrupole[2]};
-    }
-  }
-  source_xyzm.resize(4 * (total + tree_detail::list_slack()));
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::size_t k = 0; k < total; ++k) {
-    source_x[k] = source_positions[k][0];
-    source_y[k] = source_positions[k][1];
-    source_z[k] = source_positions[k][2];
-    for (int a = 0; a < 3; ++a) source_xyzm[4 * k + a] = source_positions[k][a];
-    source_xyzm[4 * k + 3] = source_masses[k];
+    source_positions[k] = at;
+    source_masses[k] = mass;
+    source_pseudo[k] = pseudo;
+    source_extents[k] = extent;
+    for (int a = 0; a < 3; ++a) source_xyzm[4 * k + a] = at[a];
+    source_xyzm[4 * k + 3] = mass;
+    if (near_sources) source_x[k] = at[0], source_y[k] = at[1], source_z[k] = at[2];
   }
   global_is_local = total == positions.size();
   if (!global_is_local) {
@@ -1178,14 +1181,17 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
     else if (!build && x.size() != positions.size())
       problem = "a call that re-uses the lists has " + std::to_string(x.size()) +
                 " particles, the call that built them " + std::to_string(positions.size());
-    else
+    else {
+      std::size_t outside = x.size();  // the first particle outside the root box
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : outside)
       for (std::size_t i = 0; i < x.size(); ++i)
-        if (!options.root.contains(x[i])) {
-          const Point& p = x[i];
-          problem = "particle " + std::to_string(i) + " at (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
-                    ", " + std::to_string(p[2]) + ") outside the root box";
-          break;
-        }
+        if (!options.root.contains(x[i])) outside = std::min(outside, i);
+      if (outside < x.size()) {
+        const Point& p = x[outside];
+        problem = "particle " + std::to_string(outside) + " at (" + std::to_string(p[0]) + ", " +
+                  std::to_string(p[1]) + ", " + std::to_string(p[2]) + ") outside the root box";
+      }
+    }
     const int anywhere = comm.allreduce(problem.empty() ? 0 : 1, MPI_MAX);
     if (!problem.empty()) fail("TreeForce::compute", problem);
     if (anywhere) fail("TreeForce::compute", "invalid input on another rank");
@@ -1218,14 +1224,15 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
     {
       auto timer = profile.phase("build tree");
       const double start = MPI_Wtime();
-      build_global_tree(build);
+      build_global_tree(build, near != nullptr);
       stats.link_s += MPI_Wtime() - start;
     }
     sync();
     forces(user, near, build, profile);
     {
       auto timer = profile.phase("other");
-      for (std::size_t k = 0; k < perm.size(); ++k) a[perm[k]] = sorted_acc[k];
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (std::size_t k = 0; k < perm.size(); ++k) a[perm[k]] = sorted_acc[k];  // perm: a permutation
       stats.targets = x.size();
       stats.groups = groups.size();
     }
