@@ -107,7 +107,12 @@ class Octree {
   Box root_;
   std::vector<TreeCell> cells_;
   std::vector<std::uint32_t> levels_;  // cells of level L: [levels_[L], levels_[L + 1])
-  std::vector<std::uint32_t> split_;   // build's scratch: octant ends and child count of a level's cells
+  std::vector<std::uint32_t> split_;   // build's scratch: octant ends, child count and first child of a level's cells
+  struct Frontier {                    // build's scratch: a level's cells, compact
+    std::uint32_t begin, end;
+    MortonKey key;
+  };
+  std::vector<Frontier> frontier_, next_frontier_;
   std::vector<Box> tight_;  // compute_moments' scratch: each cell's items' box, widened by their extents
 };
 
