@@ -267,13 +267,29 @@ void Octree::compute_moments(std::span<const Point> positions, std::span<const d
     }
     cell.bmax = bmax;
   };
-  // Bottom up, a level at a time (a cell's children are all one level
-  // deeper): one parallel region, a barrier per level.
+  // Bottom up. The subtrees under the first level with enough cells for the
+  // threads are handed out whole, each in post-order (a cell right after its
+  // children, which are then still in cache: a level at a time, a parent
+  // read its children's 176-byte cells back from memory on large levels);
+  // the levels above go a level at a time. One parallel region.
   if (levels_.size() < 2) return;
+  const std::size_t level_count = levels_.size() - 1;
+  const std::size_t wanted = 64 * static_cast<std::size_t>(std::max(1, threads));
+  std::size_t split = 0;  // the level whose cells root the subtrees
+  while (split + 1 < level_count && levels_[split + 1] - levels_[split] < wanted) ++split;
+  const auto subtree = [&](const auto& self, std::size_t c) -> void {
+    const TreeCell& cell = cells_[c];
+    for (std::uint32_t k = 0; k < cell.child_count; ++k) self(self, cell.first_child + k);
+    moments_of(c);
+  };
 #pragma omp parallel num_threads(std::max(1, threads))
-  for (std::size_t level = levels_.size() - 1; level-- > 0;) {
+  {
+#pragma omp for schedule(dynamic, 16)
+    for (std::size_t c = levels_[split]; c < levels_[split + 1]; ++c) subtree(subtree, c);
+    for (std::size_t level = split; level-- > 0;) {
 #pragma omp for schedule(dynamic, 64)
-    for (std::size_t c = levels_[level]; c < levels_[level + 1]; ++c) moments_of(c);
+      for (std::size_t c = levels_[level]; c < levels_[level + 1]; ++c) moments_of(c);
+    }
   }
 }
 
