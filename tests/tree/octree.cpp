@@ -164,6 +164,37 @@ TEST(Octree, EmptyAndSingleItem) {
   EXPECT_EQ(tree.groups(64).size(), 1u);
 }
 
+TEST(Octree, CoincidentItemsStopAtTheDeepestLevel) {
+  // More items than the leaf limit at one point: split down to the deepest
+  // Morton level, one cell a level, and kept there in one leaf; the same on
+  // any number of threads.
+  const domex::Box root{{0, 0, 0}, {1, 1, 1}};
+  const domex::Point at{0.3, 0.6, 0.9};
+  const std::vector<domex::MortonKey> keys(100, domex::morton_key(at, root));
+  const std::vector<domex::Point> x(100, at);
+  const std::vector<double> m(100, 0.5);
+  domex::Octree serial;
+  serial.build(keys, root, 8, 1);
+  serial.compute_moments(x, m, {}, {}, true, 1);
+  ASSERT_EQ(serial.cells().size(), static_cast<std::size_t>(domex::morton_levels) + 1);
+  const auto& deepest = serial.cells().back();
+  EXPECT_TRUE(deepest.leaf());
+  EXPECT_EQ(deepest.level, domex::morton_levels);
+  EXPECT_EQ(deepest.count(), 100u);
+  EXPECT_EQ(serial.root().moments.mass, 50.0);
+  for (int a = 0; a < 3; ++a) EXPECT_NEAR(serial.root().moments.centre[a], at[a], 1e-12);
+  for (int threads : {2, 3}) {
+    domex::Octree parallel;
+    parallel.build(keys, root, 8, threads);
+    parallel.compute_moments(x, m, {}, {}, true, threads);
+    ASSERT_EQ(parallel.cells().size(), serial.cells().size());
+    for (std::size_t c = 0; c < serial.cells().size(); ++c) {
+      EXPECT_EQ(parallel.cells()[c].moments.mass, serial.cells()[c].moments.mass);
+      EXPECT_EQ(parallel.cells()[c].bmax, serial.cells()[c].bmax);
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
