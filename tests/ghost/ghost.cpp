@@ -535,6 +535,51 @@ TEST(GhostPlan, LatticeOnTheSearchGridsEdgesAndAtTheCutoff) {
   }
 }
 
+TEST(GhostPlan, ParticlesOnTheirBoxesFacesAndJustOutsideEqualBruteForce) {
+  // A multisection build first searches the rank's own box and falls back
+  // to the particles' bounding box when one lies outside it: particles
+  // exactly on the box's faces (lower: inside; upper: the neighbour's), on
+  // the periodic domain's upper face (wrapped) and a step outside the box
+  // (not yet migrated) must all give brute force's ghosts, in both paths.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 2}};
+  for (const std::array<bool, 3> periodic : {std::array<bool, 3>{true, true, true}, {false, true, false}}) {
+    SCOPED_TRACE(std::to_string(periodic[0]) + std::to_string(periodic[2]));
+    domex::Multisection decomposition(comm, domain, {.periodic = periodic});
+    auto mine = make_particles(comm, domain, Layout::uniform, 400, seed + 11);
+    decomposition.rebalance(std::span<const Point>(mine.x));
+    migrate_to_owners(comm, decomposition, mine);
+    const Box own = decomposition.box(comm.rank());
+    const Point middle{(own.lo[0] + own.hi[0]) / 2, (own.lo[1] + own.hi[1]) / 2, (own.lo[2] + own.hi[2]) / 2};
+    std::int64_t next = 900000 + 1000 * comm.rank();
+    auto add = [&](Point p) {
+      mine.x.push_back(p);
+      mine.id.push_back(next++);
+    };
+    for (int a = 0; a < 3; ++a) {
+      Point face = middle;
+      face[a] = own.lo[a];
+      add(face);
+      face[a] = own.hi[a];
+      add(face);
+    }
+    domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.12});
+    expect_same_ghosts(plan_ghosts(plan, mine),
+                       brute_force(comm, mine, domain, periodic, 0.12,
+                                   [&](const Point& q) { return box_distance(q, own); }));
+    // A step outside the box, on the last rank only: the others keep the first path.
+    if (comm.rank() == comm.size() - 1) {
+      Point out = middle;
+      out[0] = own.hi[0] + 0.03;
+      add(out);
+    }
+    plan.rebuild(decomposition, std::span<const Point>(mine.x));
+    expect_same_ghosts(plan_ghosts(plan, mine),
+                       brute_force(comm, mine, domain, periodic, 0.12,
+                                   [&](const Point& q) { return box_distance(q, own); }));
+  }
+}
+
 TEST(GhostPlan, EmptyRanksAndNoGhosts) {
   domex::Comm comm{MPI_COMM_WORLD};
   const Box domain{{0, 0, 0}, {1, 1, 1}};

@@ -164,11 +164,13 @@ class GhostPlan {
   [[nodiscard]] std::span<const std::size_t> source_offsets() const noexcept;
   /// Ranks this rank sends ghosts to (ascending, itself included where it has
   /// periodic images), their offsets into send_indices(), and the owned
-  /// particle and image shift of each copy sent.
+  /// particle and image shift of each copy sent (made on their first call
+  /// after a build from the plan's compact forms: 8 and 24 bytes per copy
+  /// that update() does not read).
   [[nodiscard]] std::span<const int> destinations() const noexcept;
   [[nodiscard]] std::span<const std::size_t> destination_offsets() const noexcept;
-  [[nodiscard]] std::span<const std::size_t> send_indices() const noexcept;
-  [[nodiscard]] std::span<const Point> send_shifts() const noexcept;
+  [[nodiscard]] std::span<const std::size_t> send_indices() const;
+  [[nodiscard]] std::span<const Point> send_shifts() const;
   [[nodiscard]] const GhostStats& stats() const noexcept;
   [[nodiscard]] const GhostOptions& options() const noexcept;
 
@@ -227,20 +229,21 @@ class GhostPlan {
   template <class Combine, class... Fields>
   void reverse_finish(const Combine& combine, Fields&... fields) {
     const Arrived arrived = finish_reverse();
-    const auto indices = send_indices();
     const auto offsets = destination_offsets();
-    for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
-      const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
-      if (const std::byte* at = arrived.at[m]) {
-        (combine_into(combine, fields, indices.subspan(begin, count), at), ...);
-      } else {  // this rank's own images, from their ghost entries
-        auto own = [&](auto& field) {
-          const auto* ghosts = reinterpret_cast<const std::byte*>(std::data(field) + arrived.self_ghost);
-          combine_into(combine, field, indices.subspan(begin, count), ghosts);
-        };
-        (own(fields), ...);
+    with_send_indices([&](auto indices) {
+      for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
+        const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
+        if (const std::byte* at = arrived.at[m]) {
+          (combine_into(combine, fields, indices.subspan(begin, count), at), ...);
+        } else {  // this rank's own images, from their ghost entries
+          auto own = [&](auto& field) {
+            const auto* ghosts = reinterpret_cast<const std::byte*>(std::data(field) + arrived.self_ghost);
+            combine_into(combine, field, indices.subspan(begin, count), ghosts);
+          };
+          (own(fields), ...);
+        }
       }
-    }
+    });
   }
   /// reverse_finish() with addition.
   template <class... Fields>
@@ -256,17 +259,18 @@ class GhostPlan {
   void reverse_sum_doubles(std::span<const detail::GhostFieldView> fields) {
     begin_reverse(fields);
     const Arrived arrived = finish_reverse();
-    const auto indices = send_indices();
     const auto offsets = destination_offsets();
-    for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
-      const std::byte* at = arrived.at[m];
-      const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
-      for (const auto& field : fields) {
-        std::span<double> values(reinterpret_cast<double*>(field.data), field.elements);
-        const std::byte* ghosts = field.data + arrived.self_ghost * sizeof(double);
-        combine_into(Plus{}, values, indices.subspan(begin, count), at ? at : ghosts);
+    with_send_indices([&](auto indices) {
+      for (std::size_t m = 0; m + 1 < offsets.size(); ++m) {
+        const std::byte* at = arrived.at[m];
+        const std::size_t begin = offsets[m], count = offsets[m + 1] - begin;
+        for (const auto& field : fields) {
+          std::span<double> values(reinterpret_cast<double*>(field.data), field.elements);
+          const std::byte* ghosts = field.data + arrived.self_ghost * sizeof(double);
+          combine_into(Plus{}, values, indices.subspan(begin, count), at ? at : ghosts);
+        }
       }
-    }
+    });
   }
 
   /// Whether T is a std::array of arithmetic values.
@@ -301,9 +305,19 @@ class GhostPlan {
   static detail::GhostFieldView view_of(const Shifted<T>& field) noexcept {
     return {reinterpret_cast<std::byte*>(field.values.data()), sizeof(T), field.values.size(), field.offset};
   }
-  template <class Combine, class F>
-  static void combine_into(const Combine& combine, F& field, std::span<const std::size_t> indices,
-                           const std::byte*& at) {
+  /// The owned index of every copy sent in 32 bits (empty when a rank owns
+  /// 2^32 particles or more, or sends nothing).
+  [[nodiscard]] std::span<const std::uint32_t> compact_send_indices() const noexcept;
+  /// Calls body(indices) with the owned index of every copy sent: 32-bit
+  /// where the plan has them (half the bytes for reverse to read).
+  template <class Body>
+  void with_send_indices(Body&& body) const {
+    const auto compact = compact_send_indices();
+    if (!compact.empty() || destination_offsets().back() == 0) body(compact);
+    else body(send_indices());
+  }
+  template <class Combine, class F, class Index>
+  static void combine_into(const Combine& combine, F& field, std::span<const Index> indices, const std::byte*& at) {
     using T = std::remove_pointer_t<decltype(std::data(field))>;
     T* values = std::data(field);
     if constexpr (std::is_same_v<Combine, Plus> && arithmetic_array<T>()) {
