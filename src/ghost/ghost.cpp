@@ -57,16 +57,20 @@ struct GhostComm {
   static constexpr int tag_sets = 8000;  // MPI guarantees tags up to 32767
 };
 
-/// Squared distance from p to a box (0 inside). Written so that GCC 12
-/// compiles it to maxsd without a branch: std::max and a clamp at zero
-/// became compare-and-jump pairs whose outcome the predictor missed about
-/// half the time (13 ns per exact test, 1e5 particles, cutoff 0.1 width).
+/// Squared distance from p to a box (0 inside), without a branch: GCC 12
+/// turned std::max and the clamp at zero into compare-and-jump pairs whose
+/// outcome the predictor missed about half the time (13 ns per exact test,
+/// 1e5 particles, cutoff 0.1 width), and kept one even for ternaries.
 double distance2(const Point& p, const Box& box) noexcept {
   double sum = 0;
   for (int a = 0; a < 3; ++a) {
     const double below = box.lo[a] - p[a], above = p[a] - box.hi[a];
+#if defined(__SSE2__)
+    const double d = _mm_cvtsd_f64(_mm_max_sd(_mm_max_sd(_mm_set_sd(below), _mm_set_sd(above)), _mm_setzero_pd()));
+#else
     const double outside = above > 0.0 ? above : 0.0;
     const double d = below > outside ? below : outside;
+#endif
     sum += d * d;
   }
   return sum;
@@ -152,6 +156,9 @@ struct Piece {
 
 constexpr int no_shift = 13;
 
+/// The search's slots: an eighth of the cutoff, at most this many per axis.
+constexpr long slots_per_cutoff = 8, max_slots = 4096;
+
 /// The pieces of one decomposition near one region, found for a particle
 /// by three one-dimensional tables: per axis, a fine grid over the region
 /// whose slots hold the set of pieces (a bitset) whose reach (bounds plus
@@ -188,7 +195,7 @@ class Finder {
       grid_.lo[a] = region.lo[a] - cutoff / 16;
       grid_.hi[a] = region.hi[a] + cutoff / 16;
       const double extent = grid_.extent(a);
-      slots_[a] = std::clamp(static_cast<long>(std::ceil(extent / (cutoff / 8))), 1L, 4096L);
+      slots_[a] = std::clamp(static_cast<long>(std::ceil(extent / (cutoff / slots_per_cutoff))), 1L, max_slots);
       inverse_slot_[a] = extent > 0 ? static_cast<double>(slots_[a]) / extent : 0.0;
       last_[a] = static_cast<double>(slots_[a] - 1);
       const std::size_t cells = static_cast<std::size_t>(slots_[a]) * words_;
@@ -508,12 +515,17 @@ struct GhostPlan::State {
   /// `count` copies as (owned index << 5) | image, and their shifted
   /// positions (written while the particle is at hand: read back by index
   /// later, they missed the cache). The arrays are longer than `count`:
-  /// each copy offered is written at `count`, then kept or not (no branch).
+  /// each copy offered is written at the ends, which move on only if it is
+  /// kept (no branch). The ends are pointers, not a count: a count of type
+  /// std::size_t may alias the copies' std::uint64_t, and was reloaded
+  /// after every store.
   struct Bucket {
     std::vector<std::uint64_t> copies;
     std::vector<Point> positions;
-    std::size_t count = 0;
-    std::size_t most = 0;  ///< copies one particle can add: its (rank, image) pieces, at most 27
+    std::uint64_t* copy_end = nullptr;
+    Point* position_end = nullptr;
+    std::size_t count = 0;  ///< set after the search
+    std::size_t most = 0;   ///< copies one particle can add: its (rank, image) pieces, at most 27
   };
   /// The build's working arrays, and the previous plan's, kept for the next
   /// build (a rebuild every few steps maps no new pages).
@@ -853,7 +865,12 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       piece.bucket = static_cast<std::size_t>(std::lower_bound(bucket_ranks.begin(), bucket_ranks.end(), piece.rank) -
                                               bucket_ranks.begin());
     if (buckets.size() < bucket_ranks.size()) buckets.resize(bucket_ranks.size());
-    for (std::size_t b = 0; b < bucket_ranks.size(); ++b) buckets[b].count = buckets[b].most = 0;
+    for (std::size_t b = 0; b < bucket_ranks.size(); ++b) {
+      Bucket& bucket = buckets[b];
+      bucket.copy_end = bucket.copies.data();
+      bucket.position_end = bucket.positions.data();
+      bucket.count = bucket.most = 0;
+    }
     for (const Piece& piece : pieces) {
       std::size_t& most = buckets[piece.bucket].most;
       most = std::min<std::size_t>(most + 1, 27);
@@ -864,23 +881,29 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       Bucket& bucket = buckets[piece.bucket];
       const std::uint64_t copy = (std::uint64_t{i} << 5) | static_cast<std::uint64_t>(piece.image);
       // (a particle's copies for one rank are the last of its bucket)
-      for (std::size_t e = bucket.count; !unique && e-- > 0 && (bucket.copies[e] >> 5) == i;)
-        if (bucket.copies[e] == copy) return false;
-      bucket.copies[bucket.count] = copy;
-      bucket.positions[bucket.count] = image;
-      bucket.count += keep;
+      for (const std::uint64_t* e = bucket.copy_end; !unique && e != bucket.copies.data() && (e[-1] >> 5) == i; --e)
+        if (e[-1] == copy) return false;
+      *bucket.copy_end = copy;
+      *bucket.position_end = image;
+      bucket.copy_end += keep;
+      bucket.position_end += keep;
       return keep;
     };
     auto prepare = [&](std::size_t particles) {  // room for every copy they can offer, plus one
       for (std::size_t b = 0; b < bucket_ranks.size(); ++b) {
         Bucket& bucket = buckets[b];
-        const std::size_t need = bucket.count + particles * bucket.most + 1;
+        const auto count = static_cast<std::size_t>(bucket.copy_end - bucket.copies.data());
+        const std::size_t need = count + particles * bucket.most + 1;
         if (bucket.copies.size() >= need) continue;
         bucket.copies.resize(std::max(need, 2 * bucket.copies.size()));
         bucket.positions.resize(bucket.copies.size());
+        bucket.copy_end = bucket.copies.data() + count;
+        bucket.position_end = bucket.positions.data() + count;
       }
     };
     const auto found_any = finder.find_all(points, found, prepare);
+    for (std::size_t b = 0; b < bucket_ranks.size(); ++b)
+      buckets[b].count = static_cast<std::size_t>(buckets[b].copy_end - buckets[b].copies.data());
     if (!found_any) bucket_ranks.clear();
     boundary = found_any.value_or(0);
     return found_any.has_value();
@@ -892,7 +915,12 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   // bounding box (85 us of a 0.87 ms rebuild at 1e5 particles, cutoff 0.1
   // width, np 2). Else, or when one does not, the positions' bounding box,
   // the agreement, then the search.
+  // (Not where the box spans more slots than the search has: a sparse box
+  // at the edge of a large domain, whose particles may fill only a corner
+  // of it, would get slots much wider than the cutoff.)
   Box guess;
+  for (int a = 0; usual && a < 3; ++a)
+    if (!(usual->extent(a) <= static_cast<double>(max_slots / 2) * cutoff / slots_per_cutoff)) usual = nullptr;
   if (usual) {
     guess = *usual;
     for (int a = 0; a < 3; ++a)
