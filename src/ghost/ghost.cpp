@@ -316,8 +316,8 @@ class Finder {
     }
     return any;
   }
-  /// The exact tests of the candidates `set` (pieces 64 w + bit), but for
-  /// those in `sure`.
+  /// The candidates `set` (pieces 64 w + bit) offered to found(): within
+  /// the cutoff where in `sure`, else by the exact test.
   template <class Found>
   void exact(std::size_t i, const Point& p, std::uint64_t set, std::uint64_t sure, std::size_t w, Found& found,
              Seen* across = nullptr) const {
