@@ -61,8 +61,8 @@ struct Config {
   bool collisions = true;
   // -- tree and decomposition ----------------------------------------------------
   double theta = 0.5;
-  int leaf_limit = 8;
-  int group_limit = 64;
+  int leaf_limit = 16;  // TreeOptions' defaults
+  int group_limit = 128;
   bool quadrupole = false;
   int reuse = 1;                ///< interaction lists built every `reuse` steps
   std::string let = "p2p_fast";  ///< alltoallv | p2p_exact | p2p_fast | sparse

@@ -68,8 +68,15 @@ Opening opening_from_string(std::string_view name);
 struct TreeOptions {
   double theta = 0.5;     ///< opening angle: a cell of length l at distance d from a group is used whole if d > l / theta
   Opening opening = Opening::cell;  ///< what l is (see Opening)
-  int leaf_limit = 8;     ///< a cell with more items is split (FDPS default 8)
-  int group_limit = 64;   ///< targets sharing one interaction list (FDPS default 64)
+  /// A cell with more items is split; up to group_limit targets share one
+  /// interaction list. FDPS's defaults are 8 and 64; 16 and 128 give the
+  /// fp32 kernel longer runs per list and the walk half the groups, at more
+  /// interactions and a slightly smaller error per theta. 1e6 particles,
+  /// Xeon, one thread per rank, best of 3 (docs/performance.md): uniform np 1
+  /// theta 0.5 897 -> 859 ms; Plummer np 2 theta 0.5 787 -> 709 ms, and at
+  /// FDPS's median error 649 -> 557 ms; the ring, np 2, 275 -> 266 ms.
+  int leaf_limit = 16;
+  int group_limit = 128;
   /// Merge consecutive sibling groups while they hold at most group_limit
   /// targets together. Where a cell's children hold few targets each (a
   /// thin disc or ring, where a cell splits into ~4 children; the outskirts
