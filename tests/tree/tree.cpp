@@ -728,9 +728,10 @@ TEST(TreeForce, CheckedTargetErrorKeepsTheAngleItReports) {
   }
 }
 
-// An input harder than the table's: with groups of at most 8 targets the
-// table's angle for 4.8e-3 misses it (6e-3 measured at 2e4 particles, np 1
-// and 3); the check narrows the angle until it is reached.
+// An input harder than the table's: with groups of at most 8 targets (and
+// the table's leaves of 8: larger leaves make smaller errors) the table's
+// angle for 4.8e-3 misses it (6e-3 measured at 2e4 particles, np 1 and 3);
+// the check narrows the angle until it is reached.
 TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
   domex::Comm comm(MPI_COMM_WORLD);
   const std::size_t n = sanitized ? 8000 : 20000, stride = n / 1000;
@@ -738,7 +739,8 @@ TEST(TreeForce, CheckedTargetErrorNarrowsForAHarderInput) {
   const auto exact = direct_sums(comm, p, stride);
   const double target = 4.8e-3;
   const domex::AccuracyChoice choice = domex::choose_accuracy(target, domex::ErrorMeasure::per_particle);
-  const domex::TreeOptions table{.group_limit = 8, .softening = softening, .target_error = target, .check_samples = 0};
+  const domex::TreeOptions table{
+      .leaf_limit = 8, .group_limit = 8, .softening = softening, .target_error = target, .check_samples = 0};
   const double table_error = quantile(relative_errors(comm, exact, tree_forces(comm, p, table)), 0.5);
   domex::TreeOptions checked = table;
   checked.check_samples = 512;
