@@ -577,6 +577,13 @@ TEST(GhostPlan, ParticlesOnTheirBoxesFacesAndJustOutsideEqualBruteForce) {
     expect_same_ghosts(plan_ghosts(plan, mine),
                        brute_force(comm, mine, domain, periodic, 0.12,
                                    [&](const Point& q) { return box_distance(q, own); }));
+    // A cutoff so small that the box spans more of the search's slots than
+    // it has: the bounding-box path only (the face particles are ghosts).
+    domex::GhostPlan fine(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 2e-4});
+    const auto fine_expected = brute_force(comm, mine, domain, periodic, 2e-4,
+                                           [&](const Point& q) { return box_distance(q, own); });
+    expect_same_ghosts(plan_ghosts(fine, mine), fine_expected);
+    EXPECT_GT(comm.allreduce(fine_expected.size(), MPI_SUM), 0u);
   }
 }
 
