@@ -61,8 +61,9 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
                               hn::And(hn::GatherIndex(di, near_y, sy), hn::GatherIndex(di, near_z, sz)));
     const auto set = hn::BitCast(du, near);
     const auto some = hn::Ne(set, hn::Zero(du));
-    const auto hit = hn::Or(hn::Or(index, hn::BitCast(du, hn::ShiftLeft<16>(sx))),
-                            hn::BitCast(du, hn::Or(hn::ShiftLeft<28>(sy), hn::ShiftLeft<40>(sz))));
+    const auto hit = hn::Or(hn::Or(index, hn::BitCast(du, hn::ShiftLeft<hit_slot_shift(0)>(sx))),
+                            hn::BitCast(du, hn::Or(hn::ShiftLeft<hit_slot_shift(1)>(sy),
+                                                   hn::ShiftLeft<hit_slot_shift(2)>(sz))));
     hn::CompressStore(hit, some, du, hits + found);
     found += hn::CompressStore(set, some, du, sets + found);
     index = hn::Add(index, step);
@@ -72,12 +73,9 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
     for (int a = 0; a < 3; ++a) {
       const double v = xyz[3 * k + a];
       all_inside &= v >= tables.lo[a] && v <= tables.hi[a];
-      double at = (v - tables.origin[a]) * tables.inverse[a];
-      at = at > 0 ? at : 0.0;
-      at = at < tables.last[a] ? at : tables.last[a];
-      const auto slot = static_cast<std::uint64_t>(static_cast<long>(at));
+      const std::size_t slot = slot_of(v, tables.origin[a], tables.inverse[a], tables.last[a]);
       set &= tables.masks[a][slot];
-      hit |= slot << (16 + 12 * a);
+      hit |= std::uint64_t{slot} << hit_slot_shift(a);
     }
     sets[found] = set;
     hits[found] = hit;

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <numbers>
 #include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -158,6 +159,7 @@ constexpr int no_shift = 13;
 
 /// The search's slots: an eighth of the cutoff, at most this many per axis.
 constexpr long slots_per_cutoff = 8, max_slots = 4096;
+static_assert(max_slots <= (1L << ghost_detail::hit_slot_bits), "a slot must fit its field of a hit");
 
 /// The pieces of one decomposition near one region, found for a particle
 /// by three one-dimensional tables: per axis, a fine grid over the region
@@ -276,9 +278,11 @@ class Finder {
       if (!inside) return std::nullopt;
       tested += n;
       for (std::size_t h = 0; h < n; ++h) {
-        const std::uint64_t hit = hits[h], slots = 0xfff;
-        const std::size_t i = first + (hit & 0xffff);
-        exact(i, points[i], sets[h], sure_at(hit >> 16 & slots, hit >> 28 & slots, hit >> 40 & slots), 0, found);
+        const std::uint64_t hit = hits[h];
+        const std::size_t i = first + ghost_detail::hit_point(hit);
+        exact(i, points[i], sets[h],
+              sure_at(ghost_detail::hit_slot(hit, 0), ghost_detail::hit_slot(hit, 1), ghost_detail::hit_slot(hit, 2)),
+              0, found);
       }
     }
     return tested;
@@ -364,10 +368,7 @@ class Finder {
   /// The slot of coordinate v along axis a, clamped without a branch (NaN:
   /// slot 0; positions were checked finite, bounds may be infinite).
   std::size_t slot(int a, double v) const noexcept {
-    double at = (v - grid_.lo[a]) * inverse_slot_[a];
-    at = at > 0 ? at : 0.0;
-    at = at < last_[a] ? at : last_[a];
-    return static_cast<std::size_t>(static_cast<long>(at));  // (signed: one instruction)
+    return ghost_detail::slot_of(v, grid_.lo[a], inverse_slot_[a], last_[a]);
   }
 
   std::vector<Piece> pieces_;
@@ -527,8 +528,8 @@ struct GhostPlan::State {
     std::vector<Point> positions;
     std::uint64_t* copy_end = nullptr;
     Point* position_end = nullptr;
-    std::size_t count = 0;  ///< set after the search
-    std::size_t most = 0;   ///< copies one particle can add: its (rank, image) pieces, at most 27
+    std::size_t most = 0;  ///< copies one particle can add: its (rank, image) pieces, at most 27
+    [[nodiscard]] std::size_t count() const noexcept { return static_cast<std::size_t>(copy_end - copies.data()); }
   };
   /// The build's working arrays, and the previous plan's, kept for the next
   /// build (a rebuild every few steps maps no new pages).
@@ -640,7 +641,6 @@ void persistent(bool send, std::byte* data, std::size_t bytes, int peer, int tag
     at += static_cast<std::size_t>(count);
   } while (at < bytes);
 }
-
 
 }  // namespace
 
@@ -845,8 +845,17 @@ template <class PiecesNear>
 void GhostPlan::State::build(std::span<const Point> positions, const std::array<bool, 3>& periodic, const Box& domain,
                              bool sectors, const PiecesNear& pieces_near, const Box* usual) {
   const double cutoff = options.cutoff;
-  bool valid = active < 0 && cutoff > 0 && std::isfinite(cutoff);  // (else the agreement below throws)
-  for (int a = 0; a < 3; ++a) valid &= !(periodic[a] && cutoff > domain.extent(a) / 2);
+  // What is wrong with the call on this rank, but for the positions ("" if
+  // nothing): checked before the first search, agreed on below.
+  const std::string setup = [&]() -> std::string {
+    if (active >= 0) return "rebuild while an operation is in flight (call finish() first)";
+    if (!(cutoff > 0) || !std::isfinite(cutoff)) return fmt::format("cutoff {} must be finite and > 0", cutoff);
+    for (int a = 0; a < 3; ++a)
+      if (periodic[a] && cutoff > domain.extent(a) / 2)
+        return fmt::format("cutoff {} is more than half the periodic length {} of axis {}", cutoff,
+                           domain.extent(a), a);
+    return {};
+  }();
   Point length{0, 0, 0};
   for (int a = 0; a < 3; ++a)
     if (periodic[a]) length[a] = domain.extent(a);
@@ -878,7 +887,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       Bucket& bucket = buckets[b];
       bucket.copy_end = bucket.copies.data();
       bucket.position_end = bucket.positions.data();
-      bucket.count = bucket.most = 0;
+      bucket.most = 0;
     }
     for (const Piece& piece : pieces) {
       std::size_t& most = buckets[piece.bucket].most;
@@ -901,7 +910,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     auto prepare = [&](std::size_t particles) {  // room for every copy they can offer, plus one
       for (std::size_t b = 0; b < bucket_ranks.size(); ++b) {
         Bucket& bucket = buckets[b];
-        const auto count = static_cast<std::size_t>(bucket.copy_end - bucket.copies.data());
+        const std::size_t count = bucket.count();
         const std::size_t need = count + particles * bucket.most + 1;
         if (bucket.copies.size() >= need) continue;
         bucket.copies.resize(std::max(need, 2 * bucket.copies.size()));
@@ -911,8 +920,6 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       }
     };
     const auto found_any = finder.find_all(points, found, prepare);
-    for (std::size_t b = 0; b < bucket_ranks.size(); ++b)
-      buckets[b].count = static_cast<std::size_t>(buckets[b].copy_end - buckets[b].copies.data());
     if (!found_any) bucket_ranks.clear();
     boundary = found_any.value_or(0);
     return found_any.has_value();
@@ -938,7 +945,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
         guess.hi[a] = std::min(guess.hi[a], std::nextafter(domain.hi[a], -HUGE_VAL));
       }
   }
-  const bool searched = usual && valid && search(guess, positions);
+  const bool searched = usual && setup.empty() && search(guess, positions);
   bool finite = true;
   Box region = searched ? guess : bounding_box(positions, &finite);
   bool outside = false;
@@ -946,13 +953,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     outside |= periodic[a] && (region.lo[a] < domain.lo[a] || region.hi[a] >= domain.hi[a]);
   double maxima[2] = {0, 0};  // the cutoff and its negative: equal on every rank?
   agree(*comm, "GhostPlan", [&] {
-    if (active >= 0) fail("GhostPlan", "rebuild while an operation is in flight (call finish() first)");
-    if (!(cutoff > 0) || !std::isfinite(cutoff))
-      fail("GhostPlan", fmt::format("cutoff {} must be finite and > 0", cutoff));
-    for (int a = 0; a < 3; ++a)
-      if (periodic[a] && cutoff > domain.extent(a) / 2)
-        fail("GhostPlan", fmt::format("cutoff {} is more than half the periodic length {} of axis {}", cutoff,
-                                      domain.extent(a), a));
+    if (!setup.empty()) fail("GhostPlan", setup);
     for (std::size_t i = 0; !finite && i < positions.size(); ++i)
       if (!std::isfinite(positions[i][0]) || !std::isfinite(positions[i][1]) || !std::isfinite(positions[i][2]))
         fail("GhostPlan", fmt::format("particle {} has a NaN or infinite position ({}, {}, {})", i, positions[i][0],
@@ -987,7 +988,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   std::vector<std::size_t> next_destination_offsets{0}, destination_buckets;
   Outbox<std::uint64_t> counts;  // one count per destination: who sends how many ghosts to whom
   for (std::size_t b = 0; b < bucket_ranks.size(); ++b)
-    if (const std::size_t n = buckets[b].count) {
+    if (const std::size_t n = buckets[b].count()) {
       next_destinations.push_back(bucket_ranks[b]);
       next_destination_offsets.push_back(next_destination_offsets.back() + n);
       destination_buckets.push_back(b);
@@ -1031,7 +1032,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
            next_sources[s]);
   for (std::size_t m = 0; m < next_destinations.size(); ++m) {
     Bucket& bucket = buckets[destination_buckets[m]];
-    const std::span<Point> shifted_positions(bucket.positions.data(), bucket.count);
+    const std::span<Point> shifted_positions(bucket.positions.data(), bucket.count());
     if (next_destinations[m] != me) {
       post(true, shifted_positions.data(), shifted_positions.size(), next_destinations[m]);
     } else {
@@ -1071,7 +1072,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   };
   for (std::size_t m = 0; m < next_destinations.size(); ++m) {
     const Bucket& bucket = buckets[destination_buckets[m]];
-    const std::span<const std::uint64_t> found(bucket.copies.data(), bucket.count);
+    const std::span<const std::uint64_t> found(bucket.copies.data(), bucket.count());
     if (coded)
       group(std::false_type{}, found, next_destination_offsets[m]);
     else
