@@ -9,11 +9,14 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#include "simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace domex::kernel_detail {
@@ -118,8 +121,10 @@ void RelativeFp32(const double* HWY_RESTRICT values, std::size_t count, double o
 // The opening test of a block of cells (the children of one cell), lanes at
 // a time; rows are `width` >= lanes long, and bits past count are cleared.
 std::uint64_t FarCells(const double* HWY_RESTRICT block, std::size_t width, std::uint32_t count,
-                       const double* HWY_RESTRICT target, double search2) {
+                       const double* HWY_RESTRICT target, double search2, tree_detail::FarCellList* out) {
   const hn::ScalableTag<double> d;
+  const hn::Rebind<float, decltype(d)> df;
+  const hn::Rebind<std::uint32_t, decltype(d)> du;
   const std::size_t lanes = hn::Lanes(d);
   const auto tlx = hn::Set(d, target[0]), tly = hn::Set(d, target[1]), tlz = hn::Set(d, target[2]);
   const auto thx = hn::Set(d, target[3]), thy = hn::Set(d, target[4]), thz = hn::Set(d, target[5]);
@@ -143,11 +148,26 @@ std::uint64_t FarCells(const double* HWY_RESTRICT block, std::size_t width, std:
       const auto gz = hn::Max(hn::Max(hn::Sub(tlz, hz), hn::Sub(lz, thz)), zero);
       far = hn::And(far, hn::Gt(hn::MulAdd(gz, gz, hn::MulAdd(gy, gy, hn::Mul(gx, gx))), gap_limit));
     }
+    if (j + lanes > count) far = hn::And(far, hn::FirstN(d, count - j));
     std::uint8_t bits[8] = {};
     hn::StoreMaskBits(d, far, bits);
     std::uint64_t lane_bits = 0;
     for (std::size_t byte = 0; byte < (lanes + 7) / 8 && byte < 8; ++byte)
       lane_bits |= static_cast<std::uint64_t>(bits[byte]) << (8 * byte);
+    if (out != nullptr && lane_bits != 0) {  // the far cells, compressed, at the list's end
+      const std::size_t slot = out->count;
+      hn::CompressStore(hn::Iota(du, static_cast<std::uint32_t>(out->first_index + j)), hn::LoadMaskBits(du, bits), du,
+                        out->index + slot);
+      if (out->x != nullptr) {
+        const auto keep = hn::LoadMaskBits(df, bits);
+        const auto put = [&](auto v, float* to) HWY_ATTR { hn::CompressStore(hn::DemoteTo(df, v), keep, df, to + slot); };
+        put(hn::Sub(cx, hn::Set(d, out->origin[0])), out->x);
+        put(hn::Sub(cy, hn::Set(d, out->origin[1])), out->y);
+        put(hn::Sub(cz, hn::Set(d, out->origin[2])), out->z);
+        put(load(tree_detail::WalkGeometry::mass), out->mass);
+      }
+      out->count += static_cast<std::size_t>(std::popcount(lane_bits));
+    }
     if (j < 64) result |= lane_bits << j;
   }
   return count >= 64 ? result : result & ((std::uint64_t{1} << count) - 1);
@@ -426,8 +446,8 @@ void gather_particle_runs(const double* xyzm, const std::uint32_t* ranges, std::
 }
 
 std::uint64_t far_cells(const double* block, std::size_t width, std::uint32_t count, const double target[6],
-                        double search2) {
-  return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(block, width, count, target, search2);
+                        double search2, FarCellList* out) {
+  return HWY_DYNAMIC_DISPATCH(kernel_detail::FarCells)(block, width, count, target, search2, out);
 }
 
 std::size_t walk_block_width() { return std::max<std::size_t>(8, list_slack()); }

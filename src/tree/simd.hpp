@@ -28,12 +28,27 @@ struct WalkGeometry {
 /// The columns of a WalkGeometry block: 8, or a vector of doubles if wider.
 std::size_t walk_block_width();
 
+/// Where far_cells appends the cells it finds far (when given): index[count
+/// + i] = first_index + k for the i-th far column k, and, when x is not
+/// null, the column's centre relative to origin and its mass in fp32 at
+/// x, y, z, mass[count + i]; count grows by the cells appended. Each array
+/// must have room for `width` more entries past count (whole vectors are
+/// written).
+struct FarCellList {
+  std::uint32_t* index = nullptr;
+  std::uint32_t first_index = 0;
+  const double* origin = nullptr;
+  float *x = nullptr, *y = nullptr, *z = nullptr, *mass = nullptr;
+  std::size_t count = 0;
+};
+
 /// The opening test of a block's first `count` cells (count <= width <= 64)
 /// against a target box (lo x, y, z, hi x, y, z): bit k of the result is set
 /// when cell k may be taken whole (no overlap, centre farther than
 /// sqrt(far2), and, when search2 > 0, the boxes farther apart than sqrt(search2)).
+/// With `out`, the far cells are also appended to it, in column order.
 std::uint64_t far_cells(const double* block, std::size_t width, std::uint32_t count, const double target[6],
-                        double search2);
+                        double search2, FarCellList* out = nullptr);
 
 /// Where the fp32 list goes: x, y, z, mass, each at least as long as the list
 /// (plus list_slack() for gather_particle_runs).
