@@ -16,6 +16,9 @@
 #include <cstring>
 #include <type_traits>
 
+#include <domex/tree/morton.hpp>
+#include <domex/tree/sort.hpp>
+
 #include "simd.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -407,6 +410,48 @@ void DirectSumFp64(const double* HWY_RESTRICT sx, const double* HWY_RESTRICT sy,
   }
 }
 
+// Morton keys of interleaved positions (x, y, z per point) with their
+// indices first_index + i, as (key, index) pairs: the arithmetic of
+// morton_key_unchecked (a scaled coordinate clamped to [0, cells - 1], NaN
+// to 0; the bits spread with the same masks), vectors of points at a time.
+void MortonKeys(const double* HWY_RESTRICT xyz, std::size_t count, const double* HWY_RESTRICT lo,
+                const double* HWY_RESTRICT scale, std::uint64_t first_index, std::uint64_t* HWY_RESTRICT out) {
+  const hn::ScalableTag<double> dd;
+  const hn::RebindToUnsigned<decltype(dd)> du;
+  const hn::RebindToSigned<decltype(dd)> di;
+  const std::size_t lanes = hn::Lanes(dd);
+  const auto zero = hn::Zero(dd), last = hn::Set(dd, static_cast<double>(morton_cells_per_axis - 1));
+  const auto lo_x = hn::Set(dd, lo[0]), lo_y = hn::Set(dd, lo[1]), lo_z = hn::Set(dd, lo[2]);
+  const auto scale_x = hn::Set(dd, scale[0]), scale_y = hn::Set(dd, scale[1]), scale_z = hn::Set(dd, scale[2]);
+  const auto cell = [&](auto v, auto origin, auto factor) HWY_ATTR {
+    const auto scaled = hn::Mul(hn::Sub(v, origin), factor);
+    const auto clamped = hn::IfThenElse(hn::Gt(scaled, zero), hn::Min(scaled, last), zero);
+    return hn::BitCast(du, hn::ConvertTo(di, clamped));
+  };
+  const auto spread = [&](auto v) HWY_ATTR {
+    v = hn::And(hn::Or(v, hn::ShiftLeft<32>(v)), hn::Set(du, 0x1f00000000ffffull));
+    v = hn::And(hn::Or(v, hn::ShiftLeft<16>(v)), hn::Set(du, 0x1f0000ff0000ffull));
+    v = hn::And(hn::Or(v, hn::ShiftLeft<8>(v)), hn::Set(du, 0x100f00f00f00f00full));
+    v = hn::And(hn::Or(v, hn::ShiftLeft<4>(v)), hn::Set(du, 0x10c30c30c30c30c3ull));
+    return hn::And(hn::Or(v, hn::ShiftLeft<2>(v)), hn::Set(du, 0x1249249249249249ull));
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= count; i += lanes) {
+    hn::Vec<decltype(dd)> x, y, z;
+    hn::LoadInterleaved3(dd, xyz + 3 * i, x, y, z);
+    const auto key = hn::Or(hn::Or(hn::ShiftLeft<2>(spread(cell(x, lo_x, scale_x))),
+                                   hn::ShiftLeft<1>(spread(cell(y, lo_y, scale_y)))),
+                            spread(cell(z, lo_z, scale_z)));
+    hn::StoreInterleaved2(key, hn::Iota(du, first_index + i), du, out + 2 * i);
+  }
+  for (; i < count; ++i) {
+    std::uint32_t c[3];
+    for (int a = 0; a < 3; ++a) c[a] = static_cast<std::uint32_t>(clamped_cell((xyz[3 * i + a] - lo[a]) * scale[a]));
+    out[2 * i] = morton_encode(c[0], c[1], c[2]);
+    out[2 * i + 1] = first_index + i;
+  }
+}
+
 std::int64_t Target() { return HWY_TARGET; }
 
 std::size_t DoubleLanes() { return hn::Lanes(hn::ScalableTag<double>()); }
@@ -435,6 +480,7 @@ HWY_EXPORT(GatherRecords);
 HWY_EXPORT(DoubleLanes);
 HWY_EXPORT(FarCells);
 HWY_EXPORT(DirectSumFp64);
+HWY_EXPORT(MortonKeys);
 }  // namespace kernel_detail
 
 namespace tree_detail {
@@ -476,6 +522,20 @@ void direct_sum_fp64(const double* sx, const double* sy, const double* sz, std::
 }
 
 }  // namespace tree_detail
+
+void morton_key_indices(std::span<const Point> positions, const Box& root, std::span<KeyIndex> out,
+                        std::uint64_t first_index) {
+  static_assert(sizeof(Point) == 3 * sizeof(double) && sizeof(KeyIndex) == 2 * sizeof(std::uint64_t));
+  if (out.size() < positions.size())
+    fail("morton_key_indices", "out holds " + std::to_string(out.size()) + " entries for " +
+                                   std::to_string(positions.size()) + " positions");
+  if (positions.empty()) return;
+  double scale[3];
+  for (int a = 0; a < 3; ++a) scale[a] = static_cast<double>(morton_cells_per_axis) / root.extent(a);
+  HWY_DYNAMIC_DISPATCH(kernel_detail::MortonKeys)
+  (positions.front().data(), positions.size(), root.lo.data(), scale, first_index,
+   reinterpret_cast<std::uint64_t*>(out.data()));
+}
 
 void gravity_kernel(const KernelTargets& targets, const KernelSources& sources, float eps2) {
   const std::size_t n = targets.x.size(), m = sources.x.size();

@@ -385,8 +385,13 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
   if (build) {
     double start = MPI_Wtime();
     order.resize(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) order[i] = {morton_key_unchecked(x[i], options.root), i};
+#pragma omp parallel num_threads(threads)
+    {
+      // Each thread's share, as schedule(static) would split it.
+      const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
+      const std::size_t first = n * t / parts, last = n * (t + 1) / parts;
+      morton_key_indices(x.subspan(first, last - first), options.root, std::span(order).subspan(first), first);
+    }
     stats.keys_s += MPI_Wtime() - start;
     start = MPI_Wtime();
     if (options.sort == SortMethod::merge)

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <domex/tree/morton.hpp>
+#include <domex/tree/sort.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -46,6 +50,42 @@ TEST(Morton, KeysOfPositionsLieInTheirCells) {
   EXPECT_EQ(domex::morton_key_unchecked({std::nextafter(3.0, 0.0), std::nextafter(2.0, 0.0), std::nextafter(6.0, 0.0)},
                                         root),
             (1ull << 63) - 1);
+}
+
+TEST(Morton, VectorKeysEqualTheScalarKeysForEveryCountAndEdge) {
+  // Random positions, every face and corner of the root, just inside and
+  // just outside them, NaN and infinities (clamped as the scalar key does),
+  // at every count up to past a vector so that every tail length runs.
+  const domex::Box root{{-1, 0, 2}, {3, 2, 6}};
+  std::mt19937_64 random(13);
+  std::uniform_real_distribution<double> u(0, 1);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  std::vector<domex::Point> points;
+  for (int k = 0; k < 200; ++k) points.push_back({-1 + 4 * u(random), 2 * u(random), 2 + 4 * u(random)});
+  for (int a = 0; a < 3; ++a)
+    for (double v : {root.lo[a], root.hi[a], std::nextafter(root.lo[a], -inf), std::nextafter(root.hi[a], -inf),
+                     std::nextafter(root.hi[a], inf), -1e300, 1e300, nan, inf, -inf}) {
+      domex::Point p{1, 1, 4};
+      p[a] = v;
+      points.push_back(p);
+    }
+  points.push_back(root.lo);
+  points.push_back(root.hi);
+  for (std::size_t count = 0; count <= 40; ++count) {
+    const std::size_t first = points.size() - count;
+    std::vector<domex::KeyIndex> out(count + 1, {7, 7});
+    domex::morton_key_indices(std::span(points).subspan(first), root, out, 1000);
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i].key, domex::morton_key_unchecked(points[first + i], root)) << "count " << count << " at " << i;
+      ASSERT_EQ(out[i].index, 1000 + i);
+    }
+    EXPECT_EQ(out[count], (domex::KeyIndex{7, 7}));  // nothing past the positions' count
+  }
+  std::vector<domex::KeyIndex> all(points.size());
+  domex::morton_key_indices(points, root, all);
+  for (std::size_t i = 0; i < points.size(); ++i) ASSERT_EQ(all[i].key, domex::morton_key_unchecked(points[i], root));
+  std::vector<domex::KeyIndex> short_out(3);
+  EXPECT_THROW(domex::morton_key_indices(points, root, short_out), domex::Error);
 }
 
 TEST(Morton, PositionsOutsideTheRootAreErrors) {

@@ -52,14 +52,20 @@ constexpr std::array<std::uint32_t, 3> morton_decode(MortonKey key) noexcept {
           static_cast<std::uint32_t>(morton_compact(key))};
 }
 
+/// A scaled coordinate clamped to [0, cells - 1]; NaN gives 0. (Comparisons:
+/// GCC calls libm for std::fmin and std::fmax without -ffinite-math-only.)
+constexpr double clamped_cell(double scaled) noexcept {
+  constexpr double last = static_cast<double>(morton_cells_per_axis - 1);
+  return scaled > 0 ? (scaled < last ? scaled : last) : 0.0;
+}
+
 /// Key of a position already known to lie in `root` (clamped to the last
 /// cell on each axis, so rounding at the upper face cannot overflow).
 inline MortonKey morton_key_unchecked(const Point& position, const Box& root) noexcept {
   std::uint32_t cell[3];
   for (int a = 0; a < 3; ++a) {
     const double scaled = (position[a] - root.lo[a]) * (static_cast<double>(morton_cells_per_axis) / root.extent(a));
-    const double clamped = std::fmin(std::fmax(scaled, 0.0), static_cast<double>(morton_cells_per_axis - 1));
-    cell[a] = static_cast<std::uint32_t>(clamped);
+    cell[a] = static_cast<std::uint32_t>(clamped_cell(scaled));
   }
   return morton_encode(cell[0], cell[1], cell[2]);
 }

@@ -20,6 +20,13 @@ struct KeyIndex {
   friend constexpr bool operator==(const KeyIndex&, const KeyIndex&) = default;
 };
 
+/// out[i] = {morton_key_unchecked(positions[i], root), first_index + i} for
+/// every i (positions already known to lie in `root`), vectors of positions
+/// at a time (Highway, the best instruction set at run time). out is at
+/// least as long as positions.
+void morton_key_indices(std::span<const Point> positions, const Box& root, std::span<KeyIndex> out,
+                        std::uint64_t first_index = 0);
+
 /// Sorts by (key, index): a most-significant-digit radix sort (10 then 8 of
 /// the keys' differing bits per level, std::sort below 65 items) whose first
 /// level runs over `threads` OpenMP threads: counts and scatter by chunk, then
