@@ -328,6 +328,19 @@ int domex_smpi_Dims_create(int nodes, int dimensions, int* dims) {
   return MPI_SUCCESS;
 }
 
+int domex_smpi_Comm_dup(MPI_Comm comm, MPI_Comm* duplicate) {
+  // SMPI's MPI_Comm_create takes the group given (a reference, not a copy):
+  // every rank passes the communicator's own group, so no rank copies it.
+  // (8 duplicates of the world at 4096 ranks: 1.44 GB peak with
+  // MPI_Comm_dup, 0.13 GB this way; /usr/bin/time, privatization:no.)
+  MPI_Group group = MPI_GROUP_NULL;
+  int error = MPI_Comm_group(comm, &group);
+  if (error != MPI_SUCCESS) return error;
+  error = MPI_Comm_create(comm, group, duplicate);
+  MPI_Group_free(&group);
+  return error;
+}
+
 int domex_smpi_Dist_graph_create_adjacent(MPI_Comm comm, int, const int*, const int*, int, const int*, const int*,
                                           MPI_Info, int, MPI_Comm*) {
   int rank = 0;

@@ -733,13 +733,14 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
   // written. (Copying them all took 12 ms a step at 1e6 particles, np 1, Xeon.)
   global_is_local = total == positions.size();
   const bool with_velocities = !velocities.empty();
+  source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
+  // The positions as three arrays only for a near kernel (NearSources).
+  source_x.resize(near_sources ? total : 0);
+  source_y.resize(near_sources ? total : 0);
+  source_z.resize(near_sources ? total : 0);
+  source_xyzm.resize(4 * (total + tree_detail::list_slack()));
   if (global_is_local) {
     source_pseudo.assign(total, 0);
-    source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
-    source_x.resize(near_sources ? total : 0);
-    source_y.resize(near_sources ? total : 0);
-    source_z.resize(near_sources ? total : 0);
-    source_xyzm.resize(4 * (total + tree_detail::list_slack()));
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (std::size_t k = 0; k < total; ++k) {
       const Point& at = positions[k];
@@ -756,12 +757,6 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
     source_pseudo.resize(total);
     source_extents.resize(total);
     if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
-    source_velocities.assign(with_velocities ? total : 0, Point{0, 0, 0});
-    // The positions as three arrays only for a near kernel (NearSources).
-    source_x.resize(near_sources ? total : 0);
-    source_y.resize(near_sources ? total : 0);
-    source_z.resize(near_sources ? total : 0);
-    source_xyzm.resize(4 * (total + tree_detail::list_slack()));
     // One pass writes every array (they are read back in the walk, the
     // kernel and the global tree's moments).
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -946,7 +941,7 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
     b.stack.pop_back();
     const double* block = geometry.block(node.block());
     const std::uint32_t child_count = node.child_count();
-    // Room for a whole block past the list's end; then the list's arrays.
+    // far_cells writes whole vectors: room for a block past the lists' ends.
     const std::size_t listed = b.spj.size();
     b.spj.resize(listed + width);
     if (b.packed) room(width);
