@@ -352,7 +352,7 @@ struct TreeForce::State {
   void walk(const Box& targets, ThreadBuffers& b, const Point* origin = nullptr) const;
   void evaluate(std::uint32_t group, ThreadBuffers& b, const UserKernel* user, const NearKernel* near);
   /// The monopole and quadrupole terms of the cells and LET pseudo-particles
-  /// of b.spj (their centres and masses in the kernel's list, after its
+  /// of b.spj (their centres and masses in the kernel's list, before its
   /// particles) on the group's targets (b.tx, ty, tz), in fp32, added to acc.
   void quadrupole_term(ThreadBuffers& b, std::span<Point> acc) const;
   /// The quadrupole term's unit of length: a power of two >= the root's largest edge.
