@@ -437,20 +437,23 @@ void MortonKeys(const double* HWY_RESTRICT xyz, std::size_t count, const double*
     v = hn::And(hn::Or(v, hn::ShiftLeft<4>(v)), hn::Set(du, 0x10c30c30c30c30c3ull));
     return hn::And(hn::Or(v, hn::ShiftLeft<2>(v)), hn::Set(du, 0x1249249249249249ull));
   };
-  std::size_t i = 0;
-  for (; i + lanes <= count; i += lanes) {
+  // One vector of points (x, y, z interleaved) to (key, index) pairs.
+  const auto keys = [&](const double* points, std::uint64_t first, std::uint64_t* pairs) HWY_ATTR {
     hn::Vec<decltype(dd)> x, y, z;
-    hn::LoadInterleaved3(dd, xyz + 3 * i, x, y, z);
+    hn::LoadInterleaved3(dd, points, x, y, z);
     const auto key = hn::Or(hn::Or(hn::ShiftLeft<2>(spread(cell(x, lo_x, scale_x))),
                                    hn::ShiftLeft<1>(spread(cell(y, lo_y, scale_y)))),
                             spread(cell(z, lo_z, scale_z)));
-    hn::StoreInterleaved2(key, hn::Iota(du, first_index + i), du, out + 2 * i);
-  }
-  for (; i < count; ++i) {
-    std::uint32_t c[3];
-    for (int a = 0; a < 3; ++a) c[a] = static_cast<std::uint32_t>(clamped_cell((xyz[3 * i + a] - lo[a]) * scale[a]));
-    out[2 * i] = morton_encode(c[0], c[1], c[2]);
-    out[2 * i + 1] = first_index + i;
+    hn::StoreInterleaved2(key, hn::Iota(du, first), du, pairs);
+  };
+  std::size_t i = 0;
+  for (; i + lanes <= count; i += lanes) keys(xyz + 3 * i, first_index + i, out + 2 * i);
+  if (i < count) {  // the last partial vector, through a zero-padded copy
+    HWY_ALIGN double points[3 * hn::MaxLanes(dd)] = {};
+    HWY_ALIGN std::uint64_t pairs[2 * hn::MaxLanes(du)];
+    std::copy(xyz + 3 * i, xyz + 3 * count, points);
+    keys(points, first_index + i, pairs);
+    std::copy(pairs, pairs + 2 * (count - i), out + 2 * i);
   }
 }
 
