@@ -467,7 +467,9 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
 
 void TreeForce::State::build_let(bool build) {
   RankSummary mine{empty_box(), local.root().moments, local.root().bmax, positions.size()};
-  {
+  // The box is read only between two ranks (what one sends the other): not
+  // computed on one rank (3 ms a step at 1e6 particles, Xeon).
+  if (comm.size() > 1) {
     // Exact minima and maxima: the same box whatever the threads.
     double lo[3] = {mine.bounds.lo[0], mine.bounds.lo[1], mine.bounds.lo[2]};
     double hi[3] = {mine.bounds.hi[0], mine.bounds.hi[1], mine.bounds.hi[2]};
