@@ -39,8 +39,8 @@ struct TreeBenchOptions {
   std::vector<double> target_errors;
   std::string error_measure = "per_particle";
   bool at_fdps_error = false;  ///< add a run at FDPS's per-particle error for the distribution
-  int leaf_limit = 16;    // TreeOptions' defaults
-  int group_limit = 128;
+  int leaf_limit = TreeOptions{}.leaf_limit;
+  int group_limit = TreeOptions{}.group_limit;
   bool merge_groups = TreeOptions{}.merge_groups;
   bool quadrupole = false;
   std::string opening = "cell";

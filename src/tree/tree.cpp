@@ -11,8 +11,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -961,9 +961,11 @@ void TreeForce::State::walk(const Box& targets, ThreadBuffers& b, const Point* o
     // far_cells writes whole vectors: room for a block past the lists' ends.
     const std::size_t listed = b.spj.size();
     b.spj.resize(listed + width);
-    if (b.packed) room(width);
     far_list.index = b.spj.data();
-    if (b.packed) far_list.x = b.sx.data(), far_list.y = b.sy.data(), far_list.z = b.sz.data(), far_list.mass = b.sm.data();
+    if (b.packed) {
+      room(width);
+      far_list.x = b.sx.data(), far_list.y = b.sy.data(), far_list.z = b.sz.data(), far_list.mass = b.sm.data();
+    }
     far_list.first_index = node.first_child;
     far_list.count = listed;
     const std::uint64_t far = tree_detail::far_cells(block, width, child_count, target, search_2, &far_list);
@@ -1091,13 +1093,12 @@ void TreeForce::State::quadrupole_term(ThreadBuffers& b, std::span<Point> acc) c
   for (std::size_t j = 0; j < m; ++j) {
     // The centre and mass from the kernel's list (relative to the group's
     // origin already), the moments from the cell's or pseudo-particle's own.
-    const std::size_t slot = j;
-    rows[j] = b.sx[slot] * finv, rows[m + j] = b.sy[slot] * finv, rows[2 * m + j] = b.sz[slot] * finv;
+    rows[j] = b.sx[j] * finv, rows[m + j] = b.sy[j] * finv, rows[2 * m + j] = b.sz[j] * finv;
     const std::uint32_t entry = b.spj[j];
     const std::uint32_t k = entry & ~pseudo_flag;
     const std::array<float, 8> q = entry != k ? scaled_quadrupole(source_quadrupoles[k], inverse2) : cell_quadrupoles[k];
     for (std::size_t c = 0; c < 7; ++c) rows[(3 + c) * m + j] = q[c];
-    rows[10 * m + j] = 4 * b.sm[slot];
+    rows[10 * m + j] = 4 * b.sm[j];
   }
   for (auto* v : {&b.qx, &b.qy, &b.qz}) v->resize(n);
   for (std::size_t i = 0; i < n; ++i) b.qx[i] = b.tx[i] * finv, b.qy[i] = b.ty[i] * finv, b.qz[i] = b.tz[i] * finv;
