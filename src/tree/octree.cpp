@@ -8,6 +8,9 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
+
+#include <omp.h>
 
 namespace domex {
 
@@ -41,7 +44,7 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
   // each cell of a level finds its octants' ends (a counting pass over a
   // small cell's keys, binary searches in a large one; in parallel), a
   // prefix sum places the children, which are then written in
-  // parallel. One parallel region for the whole build: three barriers a
+  // parallel. One parallel region for the whole build: six barriers a
   // level, no fork per level, no allocation inside the loops (cells_ grows,
   // when it must, in the single section, between them). A level's cells are
   // read from a compact copy (`frontier_`: range and key, 16 bytes) and
@@ -49,16 +52,25 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
   // passes over the cells of a level (read, first child, children) missed
   // the cache on large levels (a third of the build, 1e6 uniform particles,
   // Xeon, perf).
-  frontier_.assign(1, {0, top.end, 0});
+  // The scratch arrays only grow: growing one value-initialises the new
+  // elements on one thread (resizing split_ and next_frontier_ at every level
+  // took 1.0 ms a build at 1e6 uniform particles, 2 threads, Xeon).
+  const auto at_least = [](auto& scratch, std::size_t size) {
+    if (scratch.size() < size) scratch.resize(size);
+  };
+  at_least(frontier_, 1);
+  frontier_[0] = {0, top.end, 0};
   std::size_t first = 0, last = 1;  // the level being split, cells [first, last)
   int level = 0;
   double size = top.size;  // the edge of the level's cells
+  at_least(split_, 10);
+  // The first child of each thread's share of a level's cells (then, past
+  // the last share, the level's end).
+  std::vector<std::size_t> share_first(static_cast<std::size_t>(std::max(1, threads)) + 1);
 #pragma omp parallel num_threads(std::max(1, threads))
   while (first < last) {
-#pragma omp single
-    {
-      split_.resize(10 * (last - first));
-    }
+    const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t share_begin = first + (last - first) * t / parts, share_end = first + (last - first) * (t + 1) / parts;
     const int shift = 3 * (morton_levels - (level + 1));
 #pragma omp for schedule(dynamic, 64)
     for (std::size_t c = first; c < last; ++c) {
@@ -68,16 +80,17 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
       ends[8] = 0;
       if (cell.end - cell.begin <= limit || level >= morton_levels) continue;
       if (cell.end - cell.begin <= linear_split) {
-        // A small cell: one pass over its keys counts each octant (they are
-        // sorted, so the counts' prefix sums are the octants' ends); cheaper
-        // than 7 binary searches whose probes miss the cache.
-        std::uint32_t count[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (std::uint32_t i = cell.begin; i < cell.end; ++i) ++count[(keys[i] >> shift) & 7];
+        // A small cell: one pass over its keys finds each octant's end
+        // (they are sorted: the end of the last key seen in it); cheaper
+        // than 7 binary searches whose probes miss the cache. Stores only:
+        // counting each octant chained every key's increment to the last
+        // (the split 5.3 -> 4.3 ms a build at 1e6 uniform particles, Xeon).
+        std::uint32_t last_end[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // 0: no key in the octant
+        for (std::uint32_t i = cell.begin; i < cell.end; ++i) last_end[(keys[i] >> shift) & 7] = i + 1;
         std::uint32_t end = cell.begin;
         for (int octant = 0; octant < 8; ++octant) {
-          end += count[octant];
+          if (last_end[octant] != 0) end = last_end[octant], ++ends[8];
           ends[octant] = end;
-          ends[8] += count[octant] > 0 ? 1 : 0;
         }
         continue;
       }
@@ -92,19 +105,28 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
         begin = end;
       }
     }
+    // Exclusive prefix sum of the child counts: each cell's first child.
+    // Each thread sums its share of the level, one thread adds up the
+    // shares, each numbers its share. (The sum on one thread was 1.2 ms of
+    // the build at 1e6 uniform particles, whatever the thread count, Xeon.)
+    std::size_t children = 0;
+    for (std::size_t c = share_begin; c < share_end; ++c) children += split_[10 * (c - first) + 8];
+    share_first[t + 1] = children;
+#pragma omp barrier
 #pragma omp single
     {
-      // Exclusive prefix sum of the child counts: each cell's first child.
-      std::size_t next = made;
-      for (std::size_t c = first; c < last; ++c) {
-        std::uint32_t* ends = split_.data() + 10 * (c - first);
-        ends[9] = static_cast<std::uint32_t>(next);
-        next += ends[8];
-      }
-      if (next > cells_.size()) cells_.resize(next);
-      next_frontier_.resize(next - made);
-      made = next;
+      share_first[0] = made;
+      for (std::size_t k = 1; k <= parts; ++k) share_first[k] += share_first[k - 1];
+      if (share_first[parts] > cells_.size()) cells_.resize(share_first[parts]);
+      at_least(next_frontier_, share_first[parts] - made);
     }
+    std::size_t next = share_first[t];
+    for (std::size_t c = share_begin; c < share_end; ++c) {
+      std::uint32_t* ends = split_.data() + 10 * (c - first);
+      ends[9] = static_cast<std::uint32_t>(next);
+      next += ends[8];
+    }
+#pragma omp barrier
 #pragma omp for schedule(dynamic, 64)
     for (std::size_t c = first; c < last; ++c) {
       const std::uint32_t* ends = split_.data() + 10 * (c - first);
@@ -135,11 +157,13 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
 #pragma omp single
     {
       std::swap(frontier_, next_frontier_);
+      made = share_first[parts];
       first = last;
       last = made;
       ++level;
       size *= 0.5;
       if (last > first) levels_.push_back(static_cast<std::uint32_t>(last));
+      at_least(split_, 10 * (last - first));
     }
   }
   cells_.resize(made);
