@@ -21,15 +21,17 @@ target_compile_options(domex_smpi_compat PRIVATE -fno-gnu-unique -Wall -Wextra -
 set_target_properties(domex_smpi_compat PROPERTIES POSITION_INDEPENDENT_CODE ON)
 target_link_libraries(domex_comm PUBLIC $<BUILD_INTERFACE:domex_smpi_compat>)
 
-# Programs of sim/ (correctness check, count-exchange benchmark, ping-pong).
+# Programs of sim/ (correctness check, count-exchange benchmark, ping-pong,
+# the simulator's own cost per round of messages).
 # Each links only the layer it uses, so that the CI stage (sim/ci.sh) builds
 # comm and exchange, not the tree's kernels or the other layers.
 if(DOMEX_BUILD_BENCH)
-  foreach(program IN ITEMS check counts pingpong)
+  foreach(program IN ITEMS check counts pingpong rounds)
     add_executable(domex-sim-${program} ${PROJECT_SOURCE_DIR}/sim/${program}.cpp)
     target_link_libraries(domex-sim-${program} PRIVATE domex_flags)
   endforeach()
   target_link_libraries(domex-sim-check PRIVATE domex::exchange)
   target_link_libraries(domex-sim-counts PRIVATE domex::exchange)
   target_link_libraries(domex-sim-pingpong PRIVATE domex::comm)
+  target_link_libraries(domex-sim-rounds PRIVATE domex::comm)
 endif()

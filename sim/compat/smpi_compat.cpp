@@ -12,7 +12,9 @@
 #include <simgrid/actor.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 #include <vector>
@@ -60,6 +62,17 @@ Pending* pending_of(MPI_Request request) {
   if (request == MPI_REQUEST_NULL || registry().empty()) return nullptr;
   const auto found = registry().find(reinterpret_cast<const void*>(request));
   return found == registry().end() ? nullptr : reinterpret_cast<Pending*>(request);
+}
+
+/// DOMEX_SIM_IDLE_POLL_NS, read once (0: unset or not a number > 0). With
+/// smpi/privatization:no every rank shares it, read-only.
+double idle_cap_ns() {
+  static const double cap = [] {
+    const char* value = std::getenv("DOMEX_SIM_IDLE_POLL_NS");
+    const double ns = value && *value ? std::atof(value) : 0.0;
+    return std::isfinite(ns) && ns > 0 ? ns : 0.0;
+  }();
+  return cap;
 }
 
 // Tags of the dissemination rounds: above domex's [0, 8192), one per round so
@@ -182,10 +195,28 @@ int domex_smpi_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Messag
   return error;
 }
 
+void domex_smpi_idle(unsigned* streak) {
+  const double cap = idle_cap_ns();
+  if (cap <= 0) return;
+  const double ns = std::min(cap, std::ldexp(50.0, static_cast<int>(std::min(*streak, 30u))));
+  ++*streak;
+  sg_actor_sleep_for(ns * 1e-9);
+}
+
 int domex_smpi_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
   MPI_Status probed;
-  const int error = MPI_Probe(source, tag, comm, &probed);
-  if (error != MPI_SUCCESS) return error;
+  if (idle_cap_ns() > 0) {
+    // SMPI's MPI_Probe polls MPI_Iprobe; this loop does the same, backing off.
+    for (unsigned streak = 0;;) {
+      int found = 0;
+      const int error = MPI_Iprobe(source, tag, comm, &found, &probed);
+      if (error != MPI_SUCCESS) return error;
+      if (found) break;
+      domex_smpi_idle(&streak);
+    }
+  } else if (const int error = MPI_Probe(source, tag, comm, &probed); error != MPI_SUCCESS) {
+    return error;
+  }
   int flag = 0;
   return domex_smpi_Improbe(probed.MPI_SOURCE, probed.MPI_TAG, comm, &flag, message, status);
 }

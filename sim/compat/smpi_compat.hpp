@@ -28,6 +28,9 @@
 #include <complex>
 #endif
 
+//  - optionally (DOMEX_SIM_IDLE_POLL_NS), idle polls that back off: NBX's
+//    loop and the blocking matched probe (domex_smpi_idle below).
+
 // smpi_helpers.h (force-included by smpicxx) turns exit() into smpi_exit();
 // CLI11 has a member function App::exit. Nothing in domex calls ::exit.
 #undef exit
@@ -62,6 +65,13 @@ int domex_smpi_Comm_dup(MPI_Comm comm, MPI_Comm* duplicate);
 int domex_smpi_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int* sources, const int* source_weights,
                                           int outdegree, const int* destinations, const int* destination_weights,
                                           MPI_Info info, int reorder, MPI_Comm* graph);
+/// Where a polling loop found nothing to do: with DOMEX_SIM_IDLE_POLL_NS=N
+/// (> 0) in the environment, sleeps 50 ns x 2^(streak - 1) of simulated time,
+/// at most N ns, and counts the streak up; else nothing (the default: every
+/// poll costs smpi/iprobe, 50 ns). The caller sets *streak to 0 when it
+/// makes progress. (A rank waiting 50 us polls 1000 times, each a context
+/// switch of the simulator: most of the wall time of NBX at 4096 ranks.)
+void domex_smpi_idle(unsigned* streak);
 /// The simulated rank running now (its SimGrid actor id): the key of per-rank
 /// state where all ranks share one copy of the program (smpi/privatization:no).
 long domex_smpi_rank_key(void);

@@ -25,7 +25,11 @@ void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHand
   bool in_barrier = false;
   const int failed_here = call.failed_here ? 1 : 0;
   int failed_anywhere = 0;
+#ifdef DOMEX_SMPI
+  unsigned idle = 0;  // polls in a row that found nothing (sim/compat: domex_smpi_idle)
+#endif
   for (;;) {
+    bool progressed = false;
     // Enter the barrier as soon as every send is matched, then drain what has
     // arrived: the barrier's rounds overlap the receives.
     if (!in_barrier) {
@@ -36,6 +40,7 @@ void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHand
         check_mpi(MPI_Iallreduce(&failed_here, &failed_anywhere, 1, MPI_INT, MPI_MAX, call.comm.get(), &barrier),
                   "MPI_Iallreduce");
         in_barrier = true;
+        progressed = true;
       }
     }
     for (int arrived = 1; arrived;) {
@@ -43,6 +48,7 @@ void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHand
       MPI_Status status;
       check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
       if (!arrived) break;
+      progressed = true;
       if (each) {
         // Received and handed over at once: no staging of the whole inbox.
         one.clear();
@@ -59,6 +65,15 @@ void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHand
       check_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test(MPI_Iallreduce)");
       if (done) break;
     }
+#ifdef DOMEX_SMPI
+    // Under SimGrid, an optional back-off of the polls (off by default).
+    if (progressed)
+      idle = 0;
+    else
+      domex_smpi_idle(&idle);
+#else
+    (void)progressed;
+#endif
   }
   call.failed_somewhere = failed_anywhere != 0;
 }
