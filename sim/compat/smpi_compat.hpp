@@ -20,16 +20,15 @@
 //  - MPI_Dist_graph_create_adjacent / MPI_Neighbor_alltoallv: missing; they
 //    print why and return MPI_ERR_UNSUPPORTED_OPERATION (domex throws);
 //  - the C++ complex datatypes, which smpi.h declares misspelled;
-//  - the `exit` macro of smpi_helpers.h, which breaks CLI11's App::exit.
+//  - the `exit` macro of smpi_helpers.h, which breaks CLI11's App::exit;
+//  - optionally (DOMEX_SIM_IDLE_POLL_NS), idle polls that back off: NBX's
+//    loop and the blocking matched probe (domex_smpi_idle below).
 
 #include <mpi.h>
 
 #ifdef __cplusplus
 #include <complex>
 #endif
-
-//  - optionally (DOMEX_SIM_IDLE_POLL_NS), idle polls that back off: NBX's
-//    loop and the blocking matched probe (domex_smpi_idle below).
 
 // smpi_helpers.h (force-included by smpicxx) turns exit() into smpi_exit();
 // CLI11 has a member function App::exit. Nothing in domex calls ::exit.
@@ -66,8 +65,8 @@ int domex_smpi_Dist_graph_create_adjacent(MPI_Comm comm, int indegree, const int
                                           int outdegree, const int* destinations, const int* destination_weights,
                                           MPI_Info info, int reorder, MPI_Comm* graph);
 /// Where a polling loop found nothing to do: with DOMEX_SIM_IDLE_POLL_NS=N
-/// (> 0) in the environment, sleeps 50 ns x 2^(streak - 1) of simulated time,
-/// at most N ns, and counts the streak up; else nothing (the default: every
+/// (> 0) in the environment, sleeps 50 ns x 2^streak of simulated time, at
+/// most N ns, then counts the streak up; else nothing (the default: every
 /// poll costs smpi/iprobe, 50 ns). The caller sets *streak to 0 when it
 /// makes progress. (A rank waiting 50 us polls 1000 times, each a context
 /// switch of the simulator: most of the wall time of NBX at 4096 ranks.)
