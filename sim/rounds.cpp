@@ -8,7 +8,7 @@
 // (slowest rank).
 //
 //   sim/run ib 4096 rounds --bytes 64 --rounds 3
-//   DOMEX_SIM_CFG=smpi/send-is-detached-thresh:0 sim/run ib 4096 rounds   # every send rendezvous
+//   DOMEX_SIM_RENDEZVOUS=1 sim/run ib 4096 rounds   # every send rendezvous
 
 #include <mpi.h>
 

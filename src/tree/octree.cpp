@@ -4,13 +4,13 @@
 #include <domex/comm/error.hpp>
 #include <domex/tree/octree.hpp>
 
+#include "threads.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <omp.h>
 
 namespace domex {
 
@@ -69,8 +69,7 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
   std::vector<std::size_t> share_first(static_cast<std::size_t>(std::max(1, threads)) + 1);
 #pragma omp parallel num_threads(std::max(1, threads))
   while (first < last) {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t share_begin = first + (last - first) * t / parts, share_end = first + (last - first) * (t + 1) / parts;
+    const auto share = tree_detail::thread_share(first, last);
     const int shift = 3 * (morton_levels - (level + 1));
 #pragma omp for schedule(dynamic, 64)
     for (std::size_t c = first; c < last; ++c) {
@@ -110,18 +109,18 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
     // shares, each numbers its share. (The sum on one thread was 1.2 ms of
     // the build at 1e6 uniform particles, whatever the thread count, Xeon.)
     std::size_t children = 0;
-    for (std::size_t c = share_begin; c < share_end; ++c) children += split_[10 * (c - first) + 8];
-    share_first[t + 1] = children;
+    for (std::size_t c = share.first; c < share.last; ++c) children += split_[10 * (c - first) + 8];
+    share_first[share.thread + 1] = children;
 #pragma omp barrier
 #pragma omp single
     {
       share_first[0] = made;
-      for (std::size_t k = 1; k <= parts; ++k) share_first[k] += share_first[k - 1];
-      if (share_first[parts] > cells_.size()) cells_.resize(share_first[parts]);
-      at_least(next_frontier_, share_first[parts] - made);
+      for (std::size_t k = 1; k <= share.threads; ++k) share_first[k] += share_first[k - 1];
+      if (share_first[share.threads] > cells_.size()) cells_.resize(share_first[share.threads]);
+      at_least(next_frontier_, share_first[share.threads] - made);
     }
-    std::size_t next = share_first[t];
-    for (std::size_t c = share_begin; c < share_end; ++c) {
+    std::size_t next = share_first[share.thread];
+    for (std::size_t c = share.first; c < share.last; ++c) {
       std::uint32_t* ends = split_.data() + 10 * (c - first);
       ends[9] = static_cast<std::uint32_t>(next);
       next += ends[8];
@@ -157,7 +156,7 @@ void Octree::build(std::span<const MortonKey> sorted_keys, const Box& root, int 
 #pragma omp single
     {
       std::swap(frontier_, next_frontier_);
-      made = share_first[parts];
+      made = share_first[share.threads];
       first = last;
       last = made;
       ++level;

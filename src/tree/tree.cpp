@@ -7,6 +7,7 @@
 #include <domex/tree/tree.hpp>
 
 #include "simd.hpp"
+#include "threads.hpp"
 
 #include <omp.h>
 
@@ -248,28 +249,26 @@ constexpr std::uint32_t pseudo_flag = 0x80000000u;  // an SPJ entry that is a LE
 /// thread: 2.4 ms of link at 1e6 particles, np 1, Xeon, whatever the
 /// thread count.)
 std::uint32_t number_parents(std::span<const TreeCell> cells, std::span<std::uint32_t> numbers, int threads) {
-  std::vector<std::uint32_t> before(static_cast<std::size_t>(std::max(1, threads)) + 1, 0);
   std::uint32_t next_free = 1;
-  const std::size_t n = cells.size();
   if (threads <= 1) {  // one pass
-    for (std::size_t c = 0; c < n; ++c) numbers[c] = cells[c].child_count > 0 ? next_free++ : 0;
+    for (std::size_t c = 0; c < cells.size(); ++c) numbers[c] = cells[c].child_count > 0 ? next_free++ : 0;
     return next_free;
   }
-#pragma omp parallel num_threads(std::max(1, threads))
+  std::vector<std::uint32_t> before(static_cast<std::size_t>(threads) + 1, 0);
+#pragma omp parallel num_threads(threads)
   {
-    const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
-    const std::size_t first = n * t / parts, last = n * (t + 1) / parts;
+    const auto share = tree_detail::thread_share(0, cells.size());
     std::uint32_t count = 0;
-    for (std::size_t c = first; c < last; ++c) count += cells[c].child_count > 0 ? 1 : 0;
-    before[t + 1] = count;
+    for (std::size_t c = share.first; c < share.last; ++c) count += cells[c].child_count > 0 ? 1 : 0;
+    before[share.thread + 1] = count;
 #pragma omp barrier
 #pragma omp single
     {
-      for (std::size_t k = 1; k <= parts; ++k) before[k] += before[k - 1];
-      next_free = 1 + before[parts];
+      for (std::size_t k = 1; k <= share.threads; ++k) before[k] += before[k - 1];
+      next_free = 1 + before[share.threads];
     }
-    std::uint32_t next = 1 + before[t];
-    for (std::size_t c = first; c < last; ++c) numbers[c] = cells[c].child_count > 0 ? next++ : 0;
+    std::uint32_t next = 1 + before[share.thread];
+    for (std::size_t c = share.first; c < share.last; ++c) numbers[c] = cells[c].child_count > 0 ? next++ : 0;
   }
   return next_free;
 }
@@ -426,10 +425,9 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     order.resize(n);
 #pragma omp parallel num_threads(threads)
     {
-      // Each thread's share, as schedule(static) would split it.
-      const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
-      const std::size_t first = n * t / parts, last = n * (t + 1) / parts;
-      morton_key_indices(x.subspan(first, last - first), options.root, std::span(order).subspan(first), first);
+      const auto share = tree_detail::thread_share(0, n);
+      morton_key_indices(x.subspan(share.first, share.last - share.first), options.root,
+                         std::span(order).subspan(share.first), share.first);
     }
     stats.keys_s += MPI_Wtime() - start;
     start = MPI_Wtime();
@@ -774,13 +772,11 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
         source_keys[lo + j] = remote[j].key;
         source_origin[lo + j] = remote[j].origin;
       }
-      const auto t = static_cast<std::size_t>(omp_get_thread_num()), parts = static_cast<std::size_t>(omp_get_num_threads());
-      const std::size_t first = n * t / parts, last = n * (t + 1) / parts;
-      // The remote entries before local source `first`: those placed at
-      // most `first` plus their own count.
+      // j counts the remote entries before local source i: those placed at
+      // most i plus their own count.
+      const auto share = tree_detail::thread_share(0, n);
       std::size_t j = 0;
-      while (j < remote.size() && remote_places[j] <= first + j) ++j;
-      for (std::size_t i = first; i < last; ++i) {
+      for (std::size_t i = share.first; i < share.last; ++i) {
         while (j < remote.size() && remote_places[j] <= i + j) ++j;
         source_keys[i + j] = keys[i];
         source_origin[i + j] = {SourceOrigin::local, static_cast<std::uint32_t>(i)};
