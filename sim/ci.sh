@@ -54,3 +54,32 @@ simulate '^A +plan/full ' ib 64 halo --experiments A --exchanged 8 --variants pl
 simulate '^uniform +2000 ' ib 64 ghost --particles 2000 --cutoffs 0.5 --updates 2 --repeats 1
 simulate '^round 0: simulated ' ib 64 rounds --bytes 64 --rounds 1
 simulate '^exchange LET ' ib 64 tree --particles 64000 --threads 1 --error-samples 0 --steps 1 --lets sparse
+# Computation charged from a fitted model (DOMEX_SIM_MODEL, issue 27): a model
+# of 1 ms for each walk-and-kernel and 0.2 ms for each local tree build must
+# show as exactly that per step in the tree's phases (no MPI call inside
+# either: the charge alone), whatever this machine's speed.
+model=$build/ci-model.txt
+printf '%s\t%s\t%s\n' 1e-3 0 'tree: walk and kernel' 2e-4 0 'tree: local build' 0 0 'tree: LET build' \
+  0 0 'tree: global link' 0 0 'tree: global link, no LET' 0 0 'tree: scatter' 0 0 'decompose: positions' 0 0 'decompose: bin values' \
+  0 0 'decompose: place cuts' >"$model"
+DOMEX_SIM_MODEL=$model simulate '^traverse ' ib 16 tree --particles 16000 --threads 1 --error-samples 0 --steps 2 \
+  --json "$build/ci-model.json"
+python3 - "$build/ci-model.json" <<'PYTHON'
+import json, sys
+phases = {p["name"]: p for p in json.load(open(sys.argv[1]))["rows"][0]["phases"]}
+forces = phases["traverse"]["avg_s"] + phases["kernel"]["avg_s"]
+build = phases["build tree"]["avg_s"]
+print(f"charged per step: walk and kernel {forces * 1e3:.6f} ms (model 1), local build {build * 1e3:.6f} ms (model 0.2)")
+# (MPI_Wtime itself advances simulated time by 10 ns a call.)
+if not (abs(forces - 1e-3) < 1e-6 and abs(build - 2e-4) < 1e-6):
+    sys.exit("sim/ci.sh: the charged computation differs from the model")
+PYTHON
+# sim/fit.py recovers a known line: records of 1 us + 2 ns per unit.
+records=$build/ci-records
+rm -f "$records".*
+for units in 1000 2000 4000 8000; do
+  for _ in 1 2 3; do printf '%s\t%s\tci: line\n' "$(python3 -c "print(1e-6 + 2e-9 * $units)")" "$units"; done
+done >"$records.0"
+python3 "$root/sim/fit.py" --output "$build/ci-fitted.txt" "$records"
+grep -qE '^1\.0{6}e-06	2\.0{6}e-09	ci: line$' "$build/ci-fitted.txt" ||
+  { cat "$build/ci-fitted.txt"; echo "sim/ci.sh: sim/fit.py did not recover 1 us + 2 ns per unit" >&2; exit 1; }

@@ -5,6 +5,7 @@
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
 #               | counts | counts-mps | reduce | halo [P...] | let [P...] | model
 #               | ring-compute [P...] | ring-compute-check | decompose [P...]
+#               | ring-fit | ring-model-check | ring-model [P...]
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -227,6 +228,79 @@ case ${1:-} in
       DOMEX_SIM_COMPUTE=1 run "ring-simulated-$P" ib "$P" ring "${flags[@]}" --output "simulated-$P"
       paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "ring-native-$P.txt" | cut -c1-110) \
         <(grep -A12 '^domex-ring --compare-legacy' "ring-simulated-$P.txt" | cut -c24-110)
+    done ;;
+  ring-fit)
+    # The computation cost model of domex-ring (sim/README.md, "Computation
+    # from a fitted model"): native runs on this machine, one thread per
+    # rank, every legacy case (--compare-legacy), 1000-16000 particles per
+    # rank at np 1 and 2, record every stretch of computation
+    # (DOMEX_SIM_RECORD); plus rank 0's legacy cuts at the sample counts of
+    # 256-2048 ranks (only that phase kept from those larger runs). sim/fit.py
+    # fits and writes ring-model.txt.
+    export OMP_NUM_THREADS=1
+    rm -f ring-records.* ring-records-cuts.*
+    flags=(--threads 1 --image-every 0 --energy-every -1 --output "")
+    for P in 1 2; do
+      for n in 1000 2000 4000 8000 16000; do
+        echo "== $(date -u +%H:%M:%S) native np $P, $n particles per rank"
+        DOMEX_SIM_RECORD=$out/ring-records "$root/scripts/run" -n "$P" "$root/build/release/apps/ring/domex-ring" \
+          --particles $((n * P)) --steps 8 --compare-legacy "${flags[@]}" >"ring-fit-$P-$n.txt" 2>&1 ||
+          { tail "ring-fit-$P-$n.txt"; exit 1; }
+      done
+    done
+    for N in 500000 1000000 2000000; do
+      echo "== $(date -u +%H:%M:%S) native np 2, rank 0's cuts of $((N / 50)) samples"
+      DOMEX_SIM_RECORD=$out/ring-records-cuts "$root/scripts/run" -n 2 "$root/build/release/apps/ring/domex-ring" \
+        --particles "$N" --steps 4 --legacy bcast-decompose "${flags[@]}" >"ring-fit-cuts-$N.txt" 2>&1 ||
+        { tail "ring-fit-cuts-$N.txt"; exit 1; }
+    done
+    grep -h $'\tdecompose: cuts from samples$' ring-records-cuts.* >ring-records.cuts
+    python3 "$root/sim/fit.py" --output ring-model.txt --note "$(date -u +%F) $(grep -m1 'model name' /proc/cpuinfo |
+      cut -d: -f2 | xargs), sim/runs.sh ring-fit" ring-records ;;
+  ring-model-check)
+    # The model against what it was fitted on: domex-ring --compare-legacy at
+    # np 1 and 2 natively and simulated with the model (DOMEX_SIM_MODEL, F =
+    # 1), at a size the fit did not see (3000 particles per rank); the
+    # phases side by side.
+    export OMP_NUM_THREADS=1
+    [[ -f ring-model.txt ]] || { echo "sim/runs.sh ring-model-check: run sim/runs.sh ring-fit first" >&2; exit 2; }
+    flags=(--steps 8 --threads 1 --image-every 0 --energy-every -1 --compare-legacy)
+    for P in 1 2; do
+      "$root/scripts/run" -n "$P" "$root/build/release/apps/ring/domex-ring" --particles $((3000 * P)) "${flags[@]}" \
+        --output "" >"ring-model-native-$P.txt" 2>&1
+      DOMEX_SIM_MODEL=$out/ring-model.txt run "ring-model-simulated-$P" ib "$P" ring --particles $((3000 * P)) \
+        "${flags[@]}" --output "ring-model-simulated-$P"
+      echo "== np $P: native | simulated with the model"
+      paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "ring-model-native-$P.txt" | cut -c1-110) \
+        <(grep -A12 '^domex-ring --compare-legacy' "ring-model-simulated-$P.txt" | cut -c24-110)
+    done ;;
+  ring-model)
+    # sim/runs.sh ring-model [P...]: domex-ring's before/after table with the
+    # computation charged from DOMEX_SIM_MODEL (default sim/models/ring-xeon.txt,
+    # the fit of 2026-11-28 on the 2-core Xeon; build/simruns/ring-model.txt
+    # after sim/runs.sh ring-fit) times DOMEX_SIM_MODEL_FACTOR (default 1:
+    # one core of the machine fitted on), 2000 particles
+    # per rank (the seed's 2 M on 1024 nodes), all legacy and all fixes, one
+    # simulation each, IB and Tofu (RING_PLATFORMS="ib tofu"). Default P: 64
+    # 256. sim/seeds.py ring <all-legacy>/ring.json <all-fixes>/ring.json
+    # prints the seed's Fugaku table beside a pair (sim/README.md: at 1024,
+    # RING_PLATFORMS=ib DOMEX_SIM_MODEL_FACTOR=2). From 1024 ranks on, 4 steps and every send rendezvous
+    # (DOMEX_SIM_RENDEZVOUS=1; with eager sends one simulation did not finish
+    # 8 steps in 10 minutes; the bias for small messages: "1024 to 16384 ranks").
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 256)
+    export OMP_NUM_THREADS=1 DOMEX_SIM_MODEL=${DOMEX_SIM_MODEL:-$root/sim/models/ring-xeon.txt}
+    factor=${DOMEX_SIM_MODEL_FACTOR:-1}
+    for platform in ${RING_PLATFORMS:-ib tofu}; do
+      for P in "${ranks[@]}"; do
+        for legacy in all none; do
+          name=ring-model-$platform-$P-$legacy-F$factor steps=8 rendezvous=0
+          ((P >= 1024)) && name+=-rdv steps=4 rendezvous=1
+          DOMEX_SIM_RENDEZVOUS=$rendezvous run "$name" "$platform" "$P" ring --particles $((2000 * P)) --steps $steps --threads 1 --image-every 0 \
+            --energy-every -1 --legacy "$legacy" --output "$name"
+        done
+      done
     done ;;
   model)
     # The platform-fitted cost model of the sparse study (sim/README.md):

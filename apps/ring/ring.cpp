@@ -5,6 +5,7 @@
 #include "files.hpp"
 
 #include <domex/comm/collective.hpp>
+#include <domex/comm/simulated.hpp>
 #include <domex/migrate/migrate.hpp>
 #include <fmt/format.h>
 #include <omp.h>
@@ -297,12 +298,14 @@ void Ring::forces(bool track_dissipation) {
     }
   }
   auto timer = profile_.phase("other");
+  simulated::Work work("ring: central force");
   for (std::size_t i = 0; i < n; ++i) {
     const Point& x = p.position[i];
     const double r2 = x[0] * x[0] + x[1] * x[1] + x[2] * x[2];
     const double inverse_r3 = 1 / (r2 * std::sqrt(r2));
     for (int a = 0; a < 3; ++a) p.acceleration[i][a] = acceleration[i][a] - x[a] * inverse_r3;
   }
+  work.done(static_cast<double>(n));
 }
 
 void Ring::step() {
@@ -310,19 +313,23 @@ void Ring::step() {
   const double dt = config_.dt, half = 0.5 * dt;
   {
     auto timer = profile_.phase("other");
+    simulated::Work work("ring: kick and drift");
     for (std::size_t i = 0; i < p.size(); ++i)
       for (int a = 0; a < 3; ++a) {
         p.velocity[i][a] += half * p.acceleration[i][a];
         p.position[i][a] += dt * p.velocity[i][a];
       }
+    work.done(static_cast<double>(p.size()));
   }
   ++steps_;
   if (steps_ % config_.rebalance_every == 0) decompose();
   if (steps_ % config_.reuse == 0) migrate();
   forces(true);
   auto timer = profile_.phase("other");
+  simulated::Work work("ring: kick");
   for (std::size_t i = 0; i < p.size(); ++i)
     for (int a = 0; a < 3; ++a) p.velocity[i][a] += half * p.acceleration[i][a];
+  work.done(static_cast<double>(p.size()));
 }
 
 Energy Ring::energy() {

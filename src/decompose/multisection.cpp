@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <domex/comm/collective.hpp>
+#include <domex/comm/simulated.hpp>
 #include <domex/decompose/multisection.hpp>
 
 #include <fmt/format.h>
@@ -132,6 +133,7 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
       else if (t + 1 < bins && x >= bracket.lo + width * static_cast<double>(t + 1)) ++t;
       histogram[b * count + static_cast<std::size_t>(t)] += cost.empty() ? 1 : cost[i];
     };
+    simulated::Work binning("decompose: bin values");
     if (brackets.size() == 1) {
       const Bracket only = brackets[0];
       for (std::size_t i = 0; i < values.size(); ++i)
@@ -146,6 +148,7 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
         if (x < brackets[b].hi) add(b, x, i);
       }
     }
+    binning.done(static_cast<double>(values.size()));
     comm.allreduce_in_place(std::span<std::uint64_t>(histogram), MPI_SUM);
     stats.bytes_received += histogram.size() * sizeof(std::uint64_t);
     ++stats.rounds;
@@ -165,6 +168,7 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
     // cuts, 4096 bins, one Zen 3 core). domex-ring at 256 simulated ranks
     // with computation charged: decompose 0.67-0.94 -> 0.42-0.51 ms per step
     // (sim/README.md).
+    simulated::Work placing("decompose: place cuts");
     std::size_t scanned = brackets.size();  // the bracket whose scan is at (t, below)
     std::uint64_t below = 0;
     int t = 0;
@@ -190,6 +194,7 @@ void histogram_cuts(const Comm& comm, std::span<const double> values, std::span<
       bracket_of[static_cast<std::size_t>(k)] = next.size() - 1;
       still.push_back(k);
     }
+    placing.done(static_cast<double>(histogram.size()));
     if (still.empty()) break;
     brackets = std::move(next);
     pending = std::move(still);
@@ -629,6 +634,7 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
   if (by_level && further) rest.resize(positions.size());
   double maxima[2] = {0, static_cast<double>(positions.size())};  // max weight, max count
   agree(*comm_, "Multisection::rebalance", [&] {
+    simulated::Work work("decompose: positions");
     if (!weights.empty() && weights.size() != positions.size())
       fail("Multisection::rebalance", fmt::format("{} weights for {} positions", weights.size(), positions.size()));
     const Box& d = domain_;
@@ -660,6 +666,7 @@ void Multisection::rebalance(std::span<const Point> positions, std::span<const d
              fmt::format("particle {} has cost weight {} (must be finite and >= 0)", i, weights[i]));
       maxima[0] = std::max(maxima[0], weights[i]);
     }
+    work.done(static_cast<double>(positions.size()));
   }, maxima);
   // 2. Integer cost: weights scaled by the global maximum so that the sum
   //    over all particles stays below 2^62 (exact, never overflows, the
@@ -766,6 +773,8 @@ void Multisection::cuts_global(std::span<const Point> at, std::span<const std::u
     samples = comm_->allgatherv<Sample>(mine);
     stats.bytes_received += (samples.size() - mine.size()) * sizeof(Sample);
   }
+  // Rank 0's cuts alone (root_only) or every rank's same cuts.
+  simulated::Work work("decompose: cuts from samples");
   weighted_cuts(samples, 0, nx, domain_.lo[0], domain_.hi[0], cuts.x.data(), stats);
   // Samples sorted by x (when nx > 1): slab i holds those between its cuts.
   std::size_t begin = 0;
@@ -785,6 +794,7 @@ void Multisection::cuts_global(std::span<const Point> at, std::span<const std::u
     }
     begin = end;
   }
+  work.done(static_cast<double>(samples.size()));
   if (root_only) broadcast_cuts(cuts, stats);
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // TreeForce: local tree -> LET -> exchange -> global tree -> group walk -> kernel.
 
+#include <domex/comm/simulated.hpp>
 #include <domex/exchange/exchange.hpp>
 #include <domex/tree/morton.hpp>
 #include <domex/tree/sort.hpp>
@@ -1190,6 +1191,7 @@ void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bo
     list_spj.assign(groups.size(), {});
   }
   const double start = MPI_Wtime();
+  simulated::Work work(build ? "tree: walk and kernel" : "tree: kernel, lists re-used");
   const auto group_count = static_cast<std::ptrdiff_t>(groups.size());
 #pragma omp parallel num_threads(threads)
   {
@@ -1215,7 +1217,6 @@ void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bo
       b.kernel_s += omp_get_wtime() - t1;
     }
   }
-  const double wall = MPI_Wtime() - start;
   double walk_s = 0, kernel_s = 0;
   for (const ThreadBuffers& b : buffers) {
     walk_s += b.walk_s;
@@ -1223,6 +1224,8 @@ void TreeForce::State::forces(const UserKernel* user, const NearKernel* near, bo
     stats.epj_interactions += b.epj_interactions;
     stats.spj_interactions += b.spj_interactions;
   }
+  work.done(static_cast<double>(stats.epj_interactions + stats.spj_interactions));
+  const double wall = MPI_Wtime() - start;
   // The parallel loop interleaves walk and kernel: its wall time is split in
   // the proportion of the threads' summed times.
   const double busy = walk_s + kernel_s;
@@ -1340,12 +1343,18 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
     sync();
     {
       auto timer = profile.phase("build tree");
+      simulated::Work work(!build                                ? "tree: local update"
+                           : options.sort == SortMethod::merge ? "tree: local build, merge sort"
+                                                               : "tree: local build");
       build_local_tree(x, m, v, build);
+      work.done(static_cast<double>(x.size()));
     }
     sync();
     {
       auto timer = profile.phase("build LET");
+      simulated::Work work("tree: LET build");
       build_let(build);
+      work.done(static_cast<double>(send_items.size()));
     }
     sync();
     {
@@ -1355,13 +1364,17 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
     {
       auto timer = profile.phase("build tree");
       const double start = MPI_Wtime();
+      // Without LET items the global tree is the local one (one rank).
+      simulated::Work work(received.empty() ? "tree: global link, no LET" : "tree: global link");
       build_global_tree(build, near != nullptr);
+      work.done(static_cast<double>(x.size() + received.size()));
       stats.link_s += MPI_Wtime() - start;
     }
     sync();
     forces(user, near, build, profile);
     {
       auto timer = profile.phase("other");
+      simulated::Work work("tree: scatter");
       // perm is a permutation; the scattered stores' lines are fetched
       // fetch_ahead iterations early (17 -> 14 ms for "other" at 1e6 on one
       // thread, Xeon).
@@ -1370,6 +1383,7 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
         if (k + fetch_ahead < perm.size()) __builtin_prefetch(&a[perm[k + fetch_ahead]], 1);
         a[perm[k]] = sorted_acc[k];
       }
+      work.done(static_cast<double>(perm.size()));
       stats.targets = x.size();
       stats.groups = groups.size();
     }
