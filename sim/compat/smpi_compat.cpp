@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct Pending {
 struct Matched {
   std::vector<char> buffer;
   MPI_Request receive = MPI_REQUEST_NULL;
+  bool synchronous = false;  // sent with MPI_Issend: never eager, no overhead to charge back
 };
 
 std::unordered_set<const void*>& registry() {
@@ -73,6 +75,134 @@ double idle_cap_ns() {
     return std::isfinite(ns) && ns > 0 ? ns : 0.0;
   }();
   return cap;
+}
+
+// --- Per-message overheads under rendezvous (DOMEX_SIM_RENDEZVOUS=overheads) ---
+// SMPI charges the calibrated software overheads (smpi/os, smpi/or) only to
+// messages sent eagerly (detached): `or` when a receive matched a detached
+// send, `os` to a detached blocking or persistent send (MPI_Isend and
+// MPI_Issend pay smpi/ois in either mode). With every send rendezvous
+// (smpi/send-is-detached-thresh:0, how 4096+ ranks are simulated) small
+// messages lose them. sim/run passes the platform's values below SMPI's
+// eager threshold (64 KiB); they are charged back here as the sleeps SMPI
+// would have made: `os` before a blocking or persistent send starts, `or`
+// when a receive completes. SMPI's own collectives cannot be reached here.
+struct Overheads {
+  double send = 0, receive = 0;  // seconds
+  int below = 65536;             // bytes: SMPI's default detached threshold
+  [[nodiscard]] bool on() const { return send > 0 || receive > 0; }
+};
+
+const Overheads& overheads() {
+  static const Overheads o = [] {
+    Overheads read;
+    const auto seconds = [](const char* name) {
+      const char* value = std::getenv(name);
+      const double v = value && *value ? std::atof(value) : 0.0;
+      return std::isfinite(v) && v > 0 ? v : 0.0;
+    };
+    read.send = seconds("DOMEX_SIM_SEND_OVERHEAD_S");
+    read.receive = seconds("DOMEX_SIM_RECEIVE_OVERHEAD_S");
+    return read;
+  }();
+  return o;
+}
+
+void charge_send(int bytes) {
+  if (bytes < overheads().below && overheads().send > 0) sg_actor_sleep_for(overheads().send);
+}
+
+void charge_receive(int bytes) {
+  if (bytes < overheads().below && overheads().receive > 0) sg_actor_sleep_for(overheads().receive);
+}
+
+int received_bytes(const MPI_Status& status) {
+  int bytes = 0;
+  MPI_Get_count(&status, MPI_BYTE, &bytes);
+  return bytes;
+}
+
+/// The application's receives and persistent sends whose completion or start
+/// is charged. Addresses, like the registry: under smpi/privatization:no all
+/// ranks share it; a non-persistent request is taken out before any call that
+/// may complete (and free) it, and put back if it did not complete.
+struct Tracked {
+  enum class Kind : unsigned char { receive, persistent_receive, persistent_send } kind;
+  bool active = false;  // persistent: started and not yet completed
+  int bytes = 0;        // persistent send: its size
+};
+
+std::unordered_map<const void*, Tracked>& tracked() {
+  static std::unordered_map<const void*, Tracked> requests;
+  return requests;
+}
+
+void track(MPI_Request request, Tracked entry) {
+  if (request != MPI_REQUEST_NULL) tracked()[reinterpret_cast<const void*>(request)] = entry;
+}
+
+/// A completion call on `count` requests, charged: `call(statuses)` runs
+/// SMPI's own function with a status array that is never MPI_STATUSES_IGNORE;
+/// `completed(i)` says afterwards whether entry i completed in it.
+template <class Call, class Completed>
+int charged_completion(int count, MPI_Request* requests, MPI_Status* statuses, Call call, Completed completed) {
+  struct Watched {
+    int index;
+    Tracked entry;
+  };
+  std::vector<Watched> watched;
+  for (int i = 0; i < count; ++i) {
+    const auto found = tracked().find(reinterpret_cast<const void*>(requests[i]));
+    if (found == tracked().end()) continue;
+    watched.push_back({i, found->second});
+    if (found->second.kind == Tracked::Kind::receive) tracked().erase(found);
+  }
+  std::vector<MPI_Status> own;
+  if (statuses == MPI_STATUSES_IGNORE || statuses == MPI_STATUS_IGNORE) {
+    own.resize(static_cast<std::size_t>(std::max(count, 1)));
+    statuses = own.data();
+  }
+  const int error = call(statuses);
+  for (const Watched& w : watched) {
+    if (!completed(w.index)) {
+      if (w.entry.kind == Tracked::Kind::receive) track(requests[w.index], w.entry);
+      continue;
+    }
+    if (w.entry.kind == Tracked::Kind::receive) {
+      charge_receive(received_bytes(statuses[w.index]));
+    } else {
+      auto found = tracked().find(reinterpret_cast<const void*>(requests[w.index]));
+      if (found == tracked().end() || !found->second.active) continue;  // inactive: nothing completed
+      found->second.active = false;
+      if (w.entry.kind == Tracked::Kind::persistent_receive) charge_receive(received_bytes(statuses[w.index]));
+    }
+  }
+  return error;
+}
+
+int real_wait(MPI_Request* request, MPI_Status* status) {
+  if (!overheads().on() || tracked().empty()) return MPI_Wait(request, status);
+  return charged_completion(1, request, status, [&](MPI_Status* s) { return MPI_Wait(request, s); },
+                            [](int) { return true; });
+}
+
+int real_test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (!overheads().on() || tracked().empty()) return MPI_Test(request, flag, status);
+  return charged_completion(1, request, status, [&](MPI_Status* s) { return MPI_Test(request, flag, s); },
+                            [&](int) { return *flag != 0; });
+}
+
+int real_waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
+  if (!overheads().on() || tracked().empty()) return MPI_Waitall(count, requests, statuses);
+  return charged_completion(count, requests, statuses, [&](MPI_Status* s) { return MPI_Waitall(count, requests, s); },
+                            [](int) { return true; });
+}
+
+int real_testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
+  if (!overheads().on() || tracked().empty()) return MPI_Testall(count, requests, flag, statuses);
+  return charged_completion(count, requests, statuses,
+                            [&](MPI_Status* s) { return MPI_Testall(count, requests, flag, s); },
+                            [&](int) { return *flag != 0; });
 }
 
 // Tags of the dissemination rounds: above domex's [0, 8192), one per round so
@@ -112,6 +242,7 @@ int progress(Pending& p, bool block) {
                             : MPI_Test(&p.matched->receive, &finished, MPI_STATUS_IGNORE);
     if (error != MPI_SUCCESS) return error;
     if (!finished) return MPI_SUCCESS;
+    if (!p.matched->synchronous) charge_receive(static_cast<int>(p.matched->buffer.size()));
     std::memcpy(p.target, p.matched->buffer.data(), std::min(p.target_bytes, p.matched->buffer.size()));
     delete p.matched;
     p.matched = nullptr;
@@ -124,6 +255,7 @@ int progress(Pending& p, bool block) {
                             : MPI_Testall(2, p.round, &finished, MPI_STATUSES_IGNORE);
     if (error != MPI_SUCCESS) return error;
     if (!finished) return MPI_SUCCESS;
+    charge_receive(static_cast<int>(p.incoming.size()));
     if (p.count > 0) MPI_Reduce_local(p.incoming.data(), p.value.data(), p.count, p.datatype, p.op);
     p.distance *= 2;
     if (p.distance >= p.size) {
@@ -195,6 +327,10 @@ int domex_smpi_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Messag
   return error;
 }
 
+void domex_smpi_synchronous_message(MPI_Message message) {
+  if (message != MPI_MESSAGE_NULL) static_cast<Matched*>(message)->synchronous = true;
+}
+
 void domex_smpi_idle(unsigned* streak) {
   const double cap = idle_cap_ns();
   if (cap <= 0) return;
@@ -263,7 +399,7 @@ int domex_smpi_Test(MPI_Request* request, int* flag, MPI_Status* status) {
     }
     return error;
   }
-  return MPI_Test(request, flag, status);
+  return real_test(request, flag, status);
 }
 
 int domex_smpi_Wait(MPI_Request* request, MPI_Status* status) {
@@ -273,11 +409,11 @@ int domex_smpi_Wait(MPI_Request* request, MPI_Status* status) {
     retire(request);
     return error;
   }
-  return MPI_Wait(request, status);
+  return real_wait(request, status);
 }
 
 int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* statuses) {
-  if (registry().empty()) return MPI_Testall(count, requests, flag, statuses);
+  if (registry().empty()) return real_testall(count, requests, flag, statuses);
   bool ours_done = true;
   std::vector<MPI_Request> real(requests, requests + count);
   // Which entries are ours is decided before SMPI's Testall: it frees the
@@ -299,7 +435,7 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
       real[static_cast<std::size_t>(i)] = MPI_REQUEST_NULL;
     }
   int real_done = 0;
-  const int error = MPI_Testall(count, real.data(), &real_done, statuses);
+  const int error = real_testall(count, real.data(), &real_done, statuses);
   for (int i = 0; i < count; ++i)
     if (!ours[static_cast<std::size_t>(i)]) requests[i] = real[static_cast<std::size_t>(i)];
   *flag = ours_done && real_done;
@@ -307,7 +443,7 @@ int domex_smpi_Testall(int count, MPI_Request* requests, int* flag, MPI_Status* 
 }
 
 int domex_smpi_Waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
-  if (registry().empty()) return MPI_Waitall(count, requests, statuses);
+  if (registry().empty()) return real_waitall(count, requests, statuses);
   std::vector<MPI_Request> real(requests, requests + count);
   for (int i = 0; i < count; ++i)
     if (pending_of(requests[i])) {
@@ -315,7 +451,7 @@ int domex_smpi_Waitall(int count, MPI_Request* requests, MPI_Status* statuses) {
       const int error = domex_smpi_Wait(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
       if (error != MPI_SUCCESS) return error;
     }
-  const int error = MPI_Waitall(count, real.data(), statuses);
+  const int error = real_waitall(count, real.data(), statuses);
   for (int i = 0; i < count; ++i) requests[i] = real[static_cast<std::size_t>(i)];
   return error;
 }
@@ -327,7 +463,115 @@ int domex_smpi_Request_free(MPI_Request* request) {
     retire(request);
     return error;
   }
+  if (overheads().on()) tracked().erase(reinterpret_cast<const void*>(*request));
   return MPI_Request_free(request);
+}
+
+int domex_smpi_Send(const void* buffer, int count, MPI_Datatype datatype, int destination, int tag, MPI_Comm comm) {
+  if (overheads().on()) charge_send(type_bytes(datatype, count));
+  return MPI_Send(buffer, count, datatype, destination, tag, comm);
+}
+
+int domex_smpi_Recv(void* buffer, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                    MPI_Status* status) {
+  if (!overheads().on()) return MPI_Recv(buffer, count, datatype, source, tag, comm, status);
+  MPI_Status own;
+  MPI_Status* s = status == MPI_STATUS_IGNORE ? &own : status;
+  const int error = MPI_Recv(buffer, count, datatype, source, tag, comm, s);
+  if (error == MPI_SUCCESS) charge_receive(received_bytes(*s));
+  return error;
+}
+
+int domex_smpi_Sendrecv(const void* send, int send_count, MPI_Datatype send_type, int destination, int send_tag,
+                        void* receive, int receive_count, MPI_Datatype receive_type, int source, int receive_tag,
+                        MPI_Comm comm, MPI_Status* status) {
+  if (!overheads().on())
+    return MPI_Sendrecv(send, send_count, send_type, destination, send_tag, receive, receive_count, receive_type,
+                        source, receive_tag, comm, status);
+  if (destination != MPI_PROC_NULL) charge_send(type_bytes(send_type, send_count));
+  MPI_Status own;
+  MPI_Status* s = status == MPI_STATUS_IGNORE ? &own : status;
+  const int error = MPI_Sendrecv(send, send_count, send_type, destination, send_tag, receive, receive_count,
+                                 receive_type, source, receive_tag, comm, s);
+  if (error == MPI_SUCCESS && source != MPI_PROC_NULL) charge_receive(received_bytes(*s));
+  return error;
+}
+
+int domex_smpi_Irecv(void* buffer, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                     MPI_Request* request) {
+  const int error = MPI_Irecv(buffer, count, datatype, source, tag, comm, request);
+  if (error == MPI_SUCCESS && overheads().on() && source != MPI_PROC_NULL)
+    track(*request, {Tracked::Kind::receive, true, 0});
+  return error;
+}
+
+int domex_smpi_Recv_init(void* buffer, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+                         MPI_Request* request) {
+  const int error = MPI_Recv_init(buffer, count, datatype, source, tag, comm, request);
+  if (error == MPI_SUCCESS && overheads().on() && source != MPI_PROC_NULL)
+    track(*request, {Tracked::Kind::persistent_receive, false, 0});
+  return error;
+}
+
+int domex_smpi_Send_init(const void* buffer, int count, MPI_Datatype datatype, int destination, int tag,
+                         MPI_Comm comm, MPI_Request* request) {
+  const int error = MPI_Send_init(buffer, count, datatype, destination, tag, comm, request);
+  if (error == MPI_SUCCESS && overheads().on() && destination != MPI_PROC_NULL)
+    track(*request, {Tracked::Kind::persistent_send, false, type_bytes(datatype, count)});
+  return error;
+}
+
+int domex_smpi_Startall(int count, MPI_Request* requests) {
+  if (overheads().on() && !tracked().empty())
+    for (int i = 0; i < count; ++i) {
+      auto found = tracked().find(reinterpret_cast<const void*>(requests[i]));
+      if (found == tracked().end() || found->second.kind == Tracked::Kind::receive) continue;
+      found->second.active = true;
+      // SMPI sleeps a detached persistent send's os as it starts it.
+      if (found->second.kind == Tracked::Kind::persistent_send) charge_send(found->second.bytes);
+    }
+  return MPI_Startall(count, requests);
+}
+
+int domex_smpi_Start(MPI_Request* request) { return domex_smpi_Startall(1, request); }
+
+int domex_smpi_Waitany(int count, MPI_Request* requests, int* index, MPI_Status* status) {
+  if (!overheads().on() || tracked().empty()) return MPI_Waitany(count, requests, index, status);
+  std::vector<MPI_Status> statuses(static_cast<std::size_t>(std::max(count, 1)));
+  const int error = charged_completion(
+      count, requests, statuses.data(),
+      [&](MPI_Status* s) {
+        MPI_Status one;
+        const int e = MPI_Waitany(count, requests, index, &one);
+        if (*index != MPI_UNDEFINED) s[*index] = one;
+        return e;
+      },
+      [&](int i) { return i == *index; });
+  if (status != MPI_STATUS_IGNORE && *index != MPI_UNDEFINED) *status = statuses[static_cast<std::size_t>(*index)];
+  return error;
+}
+
+int domex_smpi_Waitsome(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
+  if (!overheads().on() || tracked().empty()) return MPI_Waitsome(count, requests, done, indices, statuses);
+  // SMPI fills statuses[k] for the k-th completed one; the charge reads them
+  // by request index, so they are collected by index and put back after.
+  std::vector<MPI_Status> by_index(static_cast<std::size_t>(std::max(count, 1)));
+  std::vector<char> finished(static_cast<std::size_t>(std::max(count, 1)), 0);
+  const int error = charged_completion(
+      count, requests, by_index.data(),
+      [&](MPI_Status* s) {
+        std::vector<MPI_Status> packed(static_cast<std::size_t>(std::max(count, 1)));
+        const int e = MPI_Waitsome(count, requests, done, indices, packed.data());
+        if (*done != MPI_UNDEFINED)
+          for (int k = 0; k < *done; ++k) {
+            s[indices[k]] = packed[static_cast<std::size_t>(k)];
+            finished[static_cast<std::size_t>(indices[k])] = 1;
+            if (statuses != MPI_STATUSES_IGNORE) statuses[k] = packed[static_cast<std::size_t>(k)];
+          }
+        return e;
+      },
+      [&](int i) { return finished[static_cast<std::size_t>(i)] != 0; });
+  return error;
 }
 
 int domex_smpi_Dims_create(int nodes, int dimensions, int* dims) {

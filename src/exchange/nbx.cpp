@@ -49,6 +49,9 @@ void nbx_complete(Call& call, std::vector<MPI_Request>& sends, const MessageHand
       check_mpi(MPI_Improbe(MPI_ANY_SOURCE, call.tag, call.comm.get(), &arrived, &message, &status), "MPI_Improbe");
       if (!arrived) break;
       progressed = true;
+#ifdef DOMEX_SMPI
+      domex_smpi_synchronous_message(message);  // sent with MPI_Issend (sim/compat/)
+#endif
       if (each) {
         // Received and handed over at once: no staging of the whole inbox.
         one.clear();

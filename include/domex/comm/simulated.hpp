@@ -12,10 +12,11 @@ namespace domex::simulated {
 /// build", "decompose: cuts from samples", ...). Construct it where the
 /// computation starts and call done(units) where it ends, with the work it
 /// did in the phase's unit (particles, samples, interactions):
-///  - a native run with DOMEX_SIM_RECORD=<prefix> appends the line
-///    "<seconds>\t<units>\t<phase>" to the file <prefix>.<world rank>: the
-///    input of sim/fit.py, which fits seconds = fixed + per_unit x units;
-///  - under SMPI with DOMEX_SIM_MODEL=<file> (sim/fit.py's output), done()
+///  - a native run with `DOMEX_SIM_RECORD=prefix` appends a line of
+///    seconds, units and phase (tab-separated) to the file `prefix.rank`
+///    (the world rank): the input of sim/fit.py, which fits
+///    seconds = fixed + per_unit x units;
+///  - under SMPI with `DOMEX_SIM_MODEL=file` (sim/fit.py's output), done()
 ///    charges the simulated time the model gives for `units`, times
 ///    DOMEX_SIM_MODEL_FACTOR (default 1), with smpi_execute. The time the
 ///    computation took on the host is not charged (run with
