@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# CI stage for the simulations (needs DOMEX_WITH_SIMGRID=1 in scripts/setup.sh):
-# builds the SMPI variant (build/smpi, -Werror), prints the calibration check
-# and runs domex-sim-check, every algorithm verified byte for byte, at 32
-# ranks on the fat tree, 64 ranks on the 6-D torus and 37 ranks (odd, 4 per
-# node) on the 3-D torus, at 64 ranks on the fat tree with all ranks sharing
-# one copy of the program (smpi/privatization:no, how 4096 ranks and more are
-# simulated: every inbox still checked byte for byte; 3 s), and at 64 ranks
-# with every send rendezvous and backed-off polls (how 16384 ranks are
-# simulated). Then one small simulation of each kind of sim/README.md at 64
-# ranks (issue 27: the sparse exchange on a migration pattern, the
-# decomposition, the deep halo, the ghost exchange, the simulator's cost per
-# round of messages and the tree's LET exchange), each checked for its result
-# row. The whole stage took 149 s on the 2-core Zen 3 machine without ccache
-# (2026-11-27, before the rendezvous check and the rounds), of which about
-# 80 s build domex-bench and 30 s run the simulations.
+# CI stage for the simulations (needs DOMEX_WITH_SIMGRID=1 in
+# scripts/setup.sh): builds the SMPI variant (build/smpi, -Werror), prints the
+# calibration check and runs domex-sim-check, every algorithm verified byte
+# for byte, at 32 ranks on the fat tree, 64 ranks on the 6-D torus and 37
+# ranks (odd, 4 per node) on the 3-D torus, at 64 ranks on the fat tree with
+# all ranks sharing one copy of the program (smpi/privatization:no, how 4096
+# ranks and more are simulated: every inbox still checked byte for byte; 3 s),
+# and at 64 ranks with every send rendezvous and backed-off polls (how 16384
+# ranks are simulated), and with the overheads rendezvous drops charged back
+# (tofu 64, and the ping-pong against the exact model). Then one small
+# simulation of each kind of sim/README.md at 64 ranks (issue 27: the sparse
+# exchange on a migration pattern, the decomposition, the deep halo, the ghost
+# exchange, the simulator's cost per round of messages and the tree's LET
+# exchange), each checked for its result row; last, the fitted computation
+# model's charge and sim/fit.py. The whole stage took 149 s on the 2-core Zen
+# 3 machine without ccache (2026-11-27, before the rendezvous check and the
+# rounds), of which about 80 s build domex-bench and 30 s run the simulations.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${DOMEX_SIM_BUILD:-$root/build/smpi}
@@ -29,6 +31,14 @@ DOMEX_SIM_PRIVATIZATION=no "$root/sim/run" ib 64 check
 # The approximations that reach 16384 ranks (sim/README.md): every send
 # rendezvous, idle polls backing off (NBX's loop, the matched probe).
 DOMEX_SIM_RENDEZVOUS=1 DOMEX_SIM_IDLE_POLL_NS=200 "$root/sim/run" ib 64 check
+# Rendezvous with the per-message overheads charged back (sim/compat/): every
+# inbox still right, and the small messages' ping-pong as in the exact model.
+DOMEX_SIM_RENDEZVOUS=overheads "$root/sim/run" tofu 64 check
+exact=$("$root/sim/run" ib 32 pingpong 2>&1 | grep -E '^ +64 ')
+charged=$(DOMEX_SIM_RENDEZVOUS=overheads "$root/sim/run" ib 32 pingpong 2>&1 | grep -E '^ +64 ')
+echo "64 B ping-pong, exact: $exact; rendezvous with overheads: $charged"
+[[ -n $exact && $exact == "$charged" ]] ||
+  { echo "sim/ci.sh: the overheads charged back under rendezvous differ from the exact model" >&2; exit 1; }
 
 # One small simulation of each kind: `simulate <pattern its output must match> <sim/run arguments...>`.
 simulate() {

@@ -284,10 +284,11 @@ case ${1:-} in
     # simulation each, IB and Tofu (RING_PLATFORMS="ib tofu"). Default P: 64
     # 256. sim/seeds.py ring <all-legacy>/ring.json <all-fixes>/ring.json
     # prints the seed's Fugaku table beside a pair (sim/README.md: at 1024,
-    # RING_PLATFORMS=ib DOMEX_SIM_MODEL_FACTOR=2). From 1024 ranks on (at every P
-    # with DOMEX_SIM_RENDEZVOUS=1), 4 steps and every send rendezvous
-    # (DOMEX_SIM_RENDEZVOUS=1; with eager sends one simulation did not finish
-    # 8 steps in 10 minutes; the bias for small messages: "1024 to 16384 ranks").
+    # RING_PLATFORMS=ib DOMEX_SIM_MODEL_FACTOR=2). From 1024 ranks on, 4 steps
+    # and every send rendezvous with the point-to-point overheads charged back
+    # (DOMEX_SIM_RENDEZVOUS=overheads, or as set; with eager sends one
+    # simulation did not finish 8 steps in 10 minutes; the bias that is left,
+    # SMPI's collectives: "1024 to 16384 ranks").
     shift
     ranks=("$@")
     [[ $# -eq 0 ]] && ranks=(64 256)
@@ -297,8 +298,8 @@ case ${1:-} in
       for P in "${ranks[@]}"; do
         for legacy in all none; do
           name=ring-model-$platform-$P-$legacy-F$factor steps=8 rendezvous=${DOMEX_SIM_RENDEZVOUS:-0}
-          ((P >= 1024)) && steps=4 rendezvous=1
-          ((rendezvous)) && name+=-rdv
+          ((P >= 1024)) && steps=4 rendezvous=${DOMEX_SIM_RENDEZVOUS:-overheads}
+          case $rendezvous in 1) name+=-rdv ;; overheads) name+=-ovh ;; esac
           DOMEX_SIM_RENDEZVOUS=$rendezvous run "$name" "$platform" "$P" ring --particles $((2000 * P)) --steps $steps --threads 1 --image-every 0 \
             --energy-every -1 --legacy "$legacy" --output "$name"
         done

@@ -141,6 +141,13 @@ void track(MPI_Request request, Tracked entry) {
   if (request != MPI_REQUEST_NULL) tracked()[reinterpret_cast<const void*>(request)] = entry;
 }
 
+/// After posting a receive or persistent send to or from `peer`: tracked
+/// when the overheads are charged. Returns `error`.
+int tracked_post(int error, MPI_Request* request, int peer, Tracked entry) {
+  if (error == MPI_SUCCESS && overheads().on() && peer != MPI_PROC_NULL) track(*request, entry);
+  return error;
+}
+
 /// A completion call on `count` requests, charged: `call(statuses)` runs
 /// SMPI's own function with a status array that is never MPI_STATUSES_IGNORE;
 /// `completed(i)` says afterwards whether entry i completed in it.
@@ -499,26 +506,20 @@ int domex_smpi_Sendrecv(const void* send, int send_count, MPI_Datatype send_type
 
 int domex_smpi_Irecv(void* buffer, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                      MPI_Request* request) {
-  const int error = MPI_Irecv(buffer, count, datatype, source, tag, comm, request);
-  if (error == MPI_SUCCESS && overheads().on() && source != MPI_PROC_NULL)
-    track(*request, {Tracked::Kind::receive, true, 0});
-  return error;
+  return tracked_post(MPI_Irecv(buffer, count, datatype, source, tag, comm, request), request, source,
+                      {Tracked::Kind::receive, true, 0});
 }
 
 int domex_smpi_Recv_init(void* buffer, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
                          MPI_Request* request) {
-  const int error = MPI_Recv_init(buffer, count, datatype, source, tag, comm, request);
-  if (error == MPI_SUCCESS && overheads().on() && source != MPI_PROC_NULL)
-    track(*request, {Tracked::Kind::persistent_receive, false, 0});
-  return error;
+  return tracked_post(MPI_Recv_init(buffer, count, datatype, source, tag, comm, request), request, source,
+                      {Tracked::Kind::persistent_receive, false, 0});
 }
 
 int domex_smpi_Send_init(const void* buffer, int count, MPI_Datatype datatype, int destination, int tag,
                          MPI_Comm comm, MPI_Request* request) {
-  const int error = MPI_Send_init(buffer, count, datatype, destination, tag, comm, request);
-  if (error == MPI_SUCCESS && overheads().on() && destination != MPI_PROC_NULL)
-    track(*request, {Tracked::Kind::persistent_send, false, type_bytes(datatype, count)});
-  return error;
+  return tracked_post(MPI_Send_init(buffer, count, datatype, destination, tag, comm, request), request, destination,
+                      {Tracked::Kind::persistent_send, false, type_bytes(datatype, count)});
 }
 
 int domex_smpi_Startall(int count, MPI_Request* requests) {
