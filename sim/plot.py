@@ -9,7 +9,7 @@ SIMULATED with its platform, calibration and command.
   sim/plot.py let docs/sim-let.png ib:64=tree-ib-64.json ...
   sim/plot.py migration docs/sim-migration.png build/simruns   (every migration-<platform>-<P>-<algorithm>.json/.txt)
   sim/plot.py decompose docs/sim-decompose.png label=folder ...   (every decompose-<platform>-<P>.json there)
-  sim/plot.py ring docs/sim-ring-model.png build/simruns ib 2   (folder, platform, DOMEX_SIM_MODEL_FACTOR)
+  sim/plot.py ring docs/sim-ring-model.png build/simruns ib 2 rdv   (folder, platform, DOMEX_SIM_MODEL_FACTOR, eager|rdv|ovh)
 """
 import glob
 import json
@@ -381,38 +381,38 @@ def decompose(output, arguments):
 def ring(output, arguments):
     """domex-ring with computation charged from the fitted model (sim/runs.sh
     ring-model): step and phases against P for all legacy and all fixes, from
-    every ring-model-<platform>-<P>-<all|none>-F<factor>[-rdv]/ring.json in the
-    folder (one platform and factor: 'folder platform factor'), with the
+    every ring-model-<platform>-<P>-<all|none>-F<factor><suffix>/ring.json in
+    the folder of one platform, factor and send model ('folder platform factor
+    [eager|rdv|ovh]', default rdv: suffix "", "-rdv" or "-ovh", as
+    sim/runs.sh names them; one model, so that no P has two runs), with the
     seed's Fugaku figures (seed 001) at 1024."""
-    folder, platform, factor = arguments
+    folder, platform, factor, *model = arguments
+    suffix = {"eager": "", "rdv": "-rdv", "ovh": "-ovh"}[model[0] if model else "rdv"]
     runs = {}  # (legacy, P) -> run
-    for path in glob.glob(os.path.join(folder, f"ring-model-{platform}-*-F{factor}*/ring.json")):
-        match = re.fullmatch(rf"ring-model-{platform}-(\d+)-(all|none)-F{re.escape(factor)}(-rdv)?",
+    for path in glob.glob(os.path.join(folder, f"ring-model-{platform}-*-F{factor}{suffix}/ring.json")):
+        match = re.fullmatch(rf"ring-model-{platform}-(\d+)-(all|none)-F{re.escape(factor)}{re.escape(suffix)}",
                              os.path.basename(os.path.dirname(path)))
         if match:
             runs[(match[2], int(match[1]))] = json.load(open(path))
     if not runs:
-        sys.exit(f"sim/plot.py ring: no ring-model-{platform}-<P>-<all|none>-F{factor}*/ring.json in {folder}")
-    phases = [("step", None), ("exchange particles", "exchange"), ("decompose", "decomposition"),
+        sys.exit(f"sim/plot.py ring: no ring-model-{platform}-<P>-<all|none>-F{factor}{suffix}/ring.json in {folder}")
+    phases = [("step", "step"), ("exchange particles", "exchange"), ("decompose", "decomposition"),
               ("build tree", "tree"), ("kernel", "kernel")]
     seed = {"all": {"step": 105, "exchange": 10.5, "decomposition": 1.5},
             "none": {"step": 7.2, "exchange": 0.78, "decomposition": 0.41, "tree": 1.0, "kernel": 1.57}}
+    # ms per step, slowest rank, of each run: the step and every phase.
+    ms = {key: {"step": run["step_ms"], **{q["phase"]: q["max_ms"] for q in run["phases"]}}
+          for key, run in runs.items()}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.8), sharey=True)
     print("\n| legacy | P | step ms | " + " | ".join(p for p, _ in phases[1:]) + " |")
     print("|---|---:|---:|" + "---:|" * (len(phases) - 1))
     for axis, legacy, title in ((axes[0], "all", "all legacy"), (axes[1], "none", "all fixes")):
         ranks = sorted(P for (l, P) in runs if l == legacy)
         for P in ranks:
-            run = runs[(legacy, P)]
-            max_ms = {q["phase"]: q["max_ms"] for q in run["phases"]}
-            print(f"| {legacy} | {P} | {run['step_ms']:.3f} | " +
-                  " | ".join(f"{max_ms.get(p, 0):.3f}" for p, _ in phases[1:]) + " |")
+            print(f"| {legacy} | {P} | " + " | ".join(f"{ms[(legacy, P)].get(p, 0):.3f}" for p, _ in phases) + " |")
         for (phase, seed_name), marker in zip(phases, "osD^v"):
-            values = [runs[(legacy, P)]["step_ms"] if phase == "step" else
-                      {q["phase"]: q["max_ms"] for q in runs[(legacy, P)]["phases"]}.get(phase, 0) for P in ranks]
+            values = [ms[(legacy, P)].get(phase, 0) for P in ranks]
             line, = axis.plot(ranks, values, marker + "-", label=f"domex {phase}")
-            if seed_name is None:
-                seed_name = "step"
             if seed_name in seed[legacy]:
                 axis.plot([1024], [seed[legacy][seed_name]], marker, mfc="none", ms=11, color=line.get_color(),
                           label=f"seed (FDPS, Fugaku) {seed_name}")
@@ -425,7 +425,8 @@ def ring(output, arguments):
     axes[0].set_ylabel("ms per step, slowest rank")
     footer(fig, [platform],
            f"DOMEX_SIM_MODEL=sim/models/ring-xeon.txt DOMEX_SIM_MODEL_FACTOR={factor} sim/runs.sh ring-model <P> "
-           "(every send rendezvous where the folder name ends -rdv)",
+           "(" + {"": "SMPI's eager sends", "-rdv": "every send rendezvous (DOMEX_SIM_RENDEZVOUS=1)",
+                  "-ovh": "every send rendezvous, overheads charged back"}[suffix] + ")",
            computation=f"computation from the fitted model x {factor}")
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(output, dpi=110)

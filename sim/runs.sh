@@ -24,6 +24,10 @@ run() {  # run <log name> <sim/run arguments...>
   echo "exit $? $(tail -1 "$name.txt")"
 }
 sparse_flags=(--sizes 64 --patterns neighbours26 --seconds-per-row 0)
+side_by_side() {  # side_by_side <native log> <simulated log>: the --compare-legacy tables, the simulated one's columns beside
+  paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "$1" | cut -c1-110) \
+    <(grep -A12 '^domex-ring --compare-legacy' "$2" | cut -c24-110)
+}
 case ${1:-} in
   sparse)
     # P = 64: one simulation per platform, every algorithm and automatic
@@ -226,8 +230,7 @@ case ${1:-} in
       "$root/scripts/run" -n "$P" "$root/build/release/apps/ring/domex-ring" "${flags[@]}" --output "native-$P" \
         >"ring-native-$P.txt" 2>&1
       DOMEX_SIM_COMPUTE=1 run "ring-simulated-$P" ib "$P" ring "${flags[@]}" --output "simulated-$P"
-      paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "ring-native-$P.txt" | cut -c1-110) \
-        <(grep -A12 '^domex-ring --compare-legacy' "ring-simulated-$P.txt" | cut -c24-110)
+      side_by_side "ring-native-$P.txt" "ring-simulated-$P.txt"
     done ;;
   ring-fit)
     # The computation cost model of domex-ring (sim/README.md, "Computation
@@ -271,8 +274,7 @@ case ${1:-} in
       DOMEX_SIM_MODEL=$out/ring-model.txt run "ring-model-simulated-$P" ib "$P" ring --particles $((3000 * P)) \
         "${flags[@]}" --output "ring-model-simulated-$P"
       echo "== np $P: native | simulated with the model"
-      paste -d'|' <(grep -A12 '^domex-ring --compare-legacy' "ring-model-native-$P.txt" | cut -c1-110) \
-        <(grep -A12 '^domex-ring --compare-legacy' "ring-model-simulated-$P.txt" | cut -c24-110)
+      side_by_side "ring-model-native-$P.txt" "ring-model-simulated-$P.txt"
     done ;;
   ring-model)
     # sim/runs.sh ring-model [P...]: domex-ring's before/after table with the

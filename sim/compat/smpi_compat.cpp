@@ -66,14 +66,18 @@ Pending* pending_of(MPI_Request request) {
   return found == registry().end() ? nullptr : reinterpret_cast<Pending*>(request);
 }
 
-/// DOMEX_SIM_IDLE_POLL_NS, read once (0: unset or not a number > 0). With
-/// smpi/privatization:no every rank shares it, read-only.
+/// The environment variable `name` as a number > 0; 0 when unset or not
+/// such a number (sim/run checks what it sets).
+double positive_env(const char* name) {
+  const char* value = std::getenv(name);
+  const double number = value && *value ? std::atof(value) : 0.0;
+  return std::isfinite(number) && number > 0 ? number : 0.0;
+}
+
+/// DOMEX_SIM_IDLE_POLL_NS, read once. With smpi/privatization:no every rank
+/// shares it, read-only.
 double idle_cap_ns() {
-  static const double cap = [] {
-    const char* value = std::getenv("DOMEX_SIM_IDLE_POLL_NS");
-    const double ns = value && *value ? std::atof(value) : 0.0;
-    return std::isfinite(ns) && ns > 0 ? ns : 0.0;
-  }();
+  static const double cap = positive_env("DOMEX_SIM_IDLE_POLL_NS");
   return cap;
 }
 
@@ -94,17 +98,7 @@ struct Overheads {
 };
 
 const Overheads& overheads() {
-  static const Overheads o = [] {
-    Overheads read;
-    const auto seconds = [](const char* name) {
-      const char* value = std::getenv(name);
-      const double v = value && *value ? std::atof(value) : 0.0;
-      return std::isfinite(v) && v > 0 ? v : 0.0;
-    };
-    read.send = seconds("DOMEX_SIM_SEND_OVERHEAD_S");
-    read.receive = seconds("DOMEX_SIM_RECEIVE_OVERHEAD_S");
-    return read;
-  }();
+  static const Overheads o{positive_env("DOMEX_SIM_SEND_OVERHEAD_S"), positive_env("DOMEX_SIM_RECEIVE_OVERHEAD_S")};
   return o;
 }
 

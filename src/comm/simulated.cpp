@@ -26,7 +26,6 @@ struct Phase {
 /// ranks may share this object: smpi/privatization:no).
 struct Settings {
   bool record = false, charge = false;
-  std::string record_prefix;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file{nullptr, &std::fclose};
   std::string model_path;
   std::vector<Phase> model;
@@ -91,8 +90,7 @@ Settings load() {
       std::abort();
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    s.record_prefix = prefix;
-    const std::string path = s.record_prefix + "." + std::to_string(rank);
+    const std::string path = std::string(prefix) + "." + std::to_string(rank);
     s.file.reset(std::fopen(path.c_str(), "a"));
     if (!s.file) give_up("DOMEX_SIM_RECORD: cannot open " + path + " for appending");
     s.record = true;
