@@ -118,6 +118,8 @@ class Ring {
   void migrate();
   void forces(bool track_dissipation);
   void sync();  // a barrier timed as "imbalance" before a phase
+  /// The tree's OpenMP threads, which the integrator's loops share.
+  [[nodiscard]] int threads() const noexcept { return tree_ ? tree_->threads() : 1; }
 
   Comm& comm_;
   Config config_;

@@ -5,6 +5,19 @@
 // addresses: with dlopen privatization every rank has its own copy, with
 // smpi/privatization:no all ranks share it, which is as correct (addresses
 // are unique in the one address space, and ranks run one at a time).
+//
+// Requests completed by a test: SimGrid 3.32 keeps every request that
+// MPI_Test, MPI_Testall or MPI_Testsome completes (and MPI_Waitsome, which
+// SMPI builds on tests) in its rank's list of activities, and walks that
+// list at each later completion, so a simulation slows quadratically with
+// its steps (sim/rounds.cpp --complete test; sim/README.md, "Requests
+// completed by a test"). A test that finds nothing leaves no trace, nor does
+// a wait. So this layer completes its own requests by waits only: the
+// probed receives (waited for: their data is on its way), the
+// dissemination rounds (their message probed for, then received) and
+// MPI_Waitsome (one MPI_Waitany). What domex itself tests with SMPI's own
+// requests still leaves one entry per request: NBX's synchronous sends, and
+// domex::iallreduce's MPI_Iallreduce.
 
 #define DOMEX_SMPI_COMPAT_IMPLEMENTATION
 #include "smpi_compat.hpp"
@@ -38,8 +51,11 @@ struct Pending {
   MPI_Datatype datatype = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_OP_NULL;
   void* result = nullptr;
-  std::vector<char> value, outgoing, incoming;
-  MPI_Request round[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<char> value, incoming;
+  /// One buffer and send per round: a send is completed only by a wait, when
+  /// the operation is retired (see "completed by a test" below).
+  std::vector<std::vector<char>> outgoing;
+  std::vector<MPI_Request> sends;
   bool done = false;
 };
 
@@ -216,21 +232,31 @@ int type_bytes(MPI_Datatype datatype, int count) {
   return size * count;
 }
 
-int post_round(Pending& p) {
-  p.outgoing = p.value;
-  const int to = (p.rank + p.distance) % p.size;
-  const int from = (p.rank - p.distance % p.size + p.size) % p.size;
-  int round_index = 0;
-  for (int d = 1; d < p.distance; d *= 2) ++round_index;
-  const int bytes = static_cast<int>(p.value.size());
-  int error = MPI_Irecv(p.incoming.data(), bytes, MPI_BYTE, from, dissemination_tag + round_index, p.comm, &p.round[0]);
-  if (error != MPI_SUCCESS) return error;
-  return MPI_Isend(p.outgoing.data(), bytes, MPI_BYTE, to, dissemination_tag + round_index, p.comm, &p.round[1]);
+/// The tag and partners of the dissemination's current round.
+struct Round {
+  int tag, to, from;
+};
+Round round_of(const Pending& p) {
+  int index = 0;
+  for (int d = 1; d < p.distance; d *= 2) ++index;
+  return {dissemination_tag + index, (p.rank + p.distance) % p.size, (p.rank - p.distance % p.size + p.size) % p.size};
 }
 
-void finish_dissemination(Pending& p) {
+int post_round(Pending& p) {
+  const Round r = round_of(p);
+  p.outgoing.push_back(p.value);
+  p.sends.push_back(MPI_REQUEST_NULL);
+  return MPI_Isend(p.outgoing.back().data(), static_cast<int>(p.value.size()), MPI_BYTE, r.to, r.tag, p.comm,
+                   &p.sends.back());
+}
+
+int finish_dissemination(Pending& p) {
   if (p.result && !p.value.empty()) std::memcpy(p.result, p.value.data(), p.value.size());
   p.done = true;
+  // Every round received: each partner has taken its message or is about to
+  // (the data is in flight), so this wait ends without any help from here.
+  return p.sends.empty() ? MPI_SUCCESS
+                         : MPI_Waitall(static_cast<int>(p.sends.size()), p.sends.data(), MPI_STATUSES_IGNORE);
 }
 
 /// Advances a pending operation as far as it goes without blocking (or, with
@@ -238,11 +264,10 @@ void finish_dissemination(Pending& p) {
 int progress(Pending& p, bool block) {
   if (p.done) return MPI_SUCCESS;
   if (p.kind == Pending::Kind::matched_receive) {
-    int finished = 1;
-    const int error = block ? MPI_Wait(&p.matched->receive, MPI_STATUS_IGNORE)
-                            : MPI_Test(&p.matched->receive, &finished, MPI_STATUS_IGNORE);
-    if (error != MPI_SUCCESS) return error;
-    if (!finished) return MPI_SUCCESS;
+    // Waited for even by a test: the probe matched it to a send, so its data
+    // is on the way and nothing else need happen first (a test that
+    // completed it would stay in SimGrid's lists).
+    if (const int error = MPI_Wait(&p.matched->receive, MPI_STATUS_IGNORE); error != MPI_SUCCESS) return error;
     if (!p.matched->synchronous) charge_receive(static_cast<int>(p.matched->buffer.size()));
     std::memcpy(p.target, p.matched->buffer.data(), std::min(p.target_bytes, p.matched->buffer.size()));
     delete p.matched;
@@ -251,16 +276,22 @@ int progress(Pending& p, bool block) {
     return MPI_SUCCESS;
   }
   while (!p.done) {
-    int finished = 1;
-    const int error = block ? MPI_Waitall(2, p.round, MPI_STATUSES_IGNORE)
-                            : MPI_Testall(2, p.round, &finished, MPI_STATUSES_IGNORE);
+    // The round's message is looked for (a probe that finds nothing leaves
+    // no trace), then received at once: never a receive completed by a test.
+    const Round r = round_of(p);
+    if (!block) {
+      int arrived = 0;
+      const int error = MPI_Iprobe(r.from, r.tag, p.comm, &arrived, MPI_STATUS_IGNORE);
+      if (error != MPI_SUCCESS || !arrived) return error;
+    }
+    const int error = MPI_Recv(p.incoming.data(), static_cast<int>(p.incoming.size()), MPI_BYTE, r.from, r.tag, p.comm,
+                               MPI_STATUS_IGNORE);
     if (error != MPI_SUCCESS) return error;
-    if (!finished) return MPI_SUCCESS;
     charge_receive(static_cast<int>(p.incoming.size()));
     if (p.count > 0) MPI_Reduce_local(p.incoming.data(), p.value.data(), p.count, p.datatype, p.op);
     p.distance *= 2;
     if (p.distance >= p.size) {
-      finish_dissemination(p);
+      if (const int finished = finish_dissemination(p); finished != MPI_SUCCESS) return finished;
     } else if (const int posted = post_round(p); posted != MPI_SUCCESS) {
       return posted;
     }
@@ -301,10 +332,7 @@ int start_dissemination(const void* send, void* receive, int count, MPI_Datatype
   p->incoming.resize(static_cast<std::size_t>(bytes));
   if (bytes > 0) std::memcpy(p->value.data(), send == MPI_IN_PLACE ? receive : send, static_cast<std::size_t>(bytes));
   *request = handle_of(p);
-  if (p->size == 1) {
-    finish_dissemination(*p);
-    return MPI_SUCCESS;
-  }
+  if (p->size == 1) return finish_dissemination(*p);
   return post_round(*p);
 }
 
@@ -366,7 +394,7 @@ int domex_smpi_Imrecv(void* buffer, int count, MPI_Datatype datatype, MPI_Messag
   p->target_bytes = static_cast<std::size_t>(type_bytes(datatype, count));
   *message = MPI_MESSAGE_NULL;
   *request = handle_of(p);
-  return progress(*p, false);
+  return MPI_SUCCESS;  // (not tested here: a test that completes it would leave it in SimGrid's lists)
 }
 
 int domex_smpi_Mrecv(void* buffer, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Status* status) {
@@ -546,8 +574,28 @@ int domex_smpi_Waitany(int count, MPI_Request* requests, int* index, MPI_Status*
   return error;
 }
 
+namespace {
+/// MPI_Waitsome as one MPI_Waitany: SMPI's own completes requests with tests,
+/// which SimGrid 3.32 then keeps in the rank's activities (see "completed by
+/// a test" above). One completion per call is what MPI_Waitsome may return
+/// when only one has completed; callers loop until theirs are done.
+int waitsome_by_waitany(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
+  int index = MPI_UNDEFINED;
+  MPI_Status status;
+  const int error = MPI_Waitany(count, requests, &index, &status);
+  if (index == MPI_UNDEFINED) {
+    *done = MPI_UNDEFINED;
+    return error;
+  }
+  *done = 1;
+  indices[0] = index;
+  if (statuses != MPI_STATUSES_IGNORE) statuses[0] = status;
+  return error;
+}
+}  // namespace
+
 int domex_smpi_Waitsome(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
-  if (!overheads().on() || tracked().empty()) return MPI_Waitsome(count, requests, done, indices, statuses);
+  if (!overheads().on() || tracked().empty()) return waitsome_by_waitany(count, requests, done, indices, statuses);
   // SMPI fills statuses[k] for the k-th completed one; the charge reads them
   // by request index, so they are collected by index and put back after.
   std::vector<MPI_Status> by_index(static_cast<std::size_t>(std::max(count, 1)));
@@ -556,7 +604,7 @@ int domex_smpi_Waitsome(int count, MPI_Request* requests, int* done, int* indice
       count, requests, by_index.data(),
       [&](MPI_Status* s) {
         std::vector<MPI_Status> packed(static_cast<std::size_t>(std::max(count, 1)));
-        const int e = MPI_Waitsome(count, requests, done, indices, packed.data());
+        const int e = waitsome_by_waitany(count, requests, done, indices, packed.data());
         if (*done != MPI_UNDEFINED)
           for (int k = 0; k < *done; ++k) {
             s[indices[k]] = packed[static_cast<std::size_t>(k)];

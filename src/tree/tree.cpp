@@ -276,11 +276,24 @@ std::uint32_t number_parents(std::span<const TreeCell> cells, std::span<std::uin
 
 }  // namespace
 
+/// The phases over the particles (sort, builds, link, scatter) take a thread
+/// per this many local particles, the walk every thread. A lent 16-core Xeon
+/// (2026-11-28, domex-ring --compare-legacy, np 1, sim/README.md "Threads")
+/// ran them slower on 16 threads than on one at 2000 particles (local build
+/// 287 against 147 us, global link 78 against 49, scatter 10 against 3.5)
+/// and faster at 16000 (1.6x, 1.9x and 3.2x), while the walk gained 3.1x
+/// even at 2000.
+constexpr std::size_t particles_per_thread = 1024;
+
 struct TreeForce::State {
   State(Comm& c, const TreeOptions& o) : comm(c), options(o) {}
   Comm& comm;
   TreeOptions options;
   int threads = 1;
+  /// The threads of this call's phases that go over the particles (all but
+  /// the walk): one per particles_per_thread local particles, at most
+  /// `threads`. Set by compute().
+  int team = 1;
   TreeStats stats;
   std::uint64_t calls = 0;
   bool check_accuracy = false;  // the next gravity compute() measures its error (TreeOptions::check_samples)
@@ -424,7 +437,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
   if (build) {
     double start = MPI_Wtime();
     order.resize(n);
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team)
     {
       const auto share = tree_detail::thread_share(0, n);
       morton_key_indices(x.subspan(share.first, share.last - share.first), options.root,
@@ -433,14 +446,14 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     stats.keys_s += MPI_Wtime() - start;
     start = MPI_Wtime();
     if (options.sort == SortMethod::merge)
-      merge_sort_by_key(order, threads);
+      merge_sort_by_key(order, team);
     else
-      sort_by_key(order, threads);
+      sort_by_key(order, team);
     stats.sort_s += MPI_Wtime() - start;
     start = MPI_Wtime();
     keys.resize(n);
     perm.resize(n);
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
     for (std::size_t k = 0; k < n; ++k) keys[k] = order[k].key, perm[k] = order[k].index;
   }
   double start = MPI_Wtime();
@@ -448,7 +461,7 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
   masses.resize(n);
   // Gathers into key order, each record fetched fetch_ahead iterations
   // early (link 66 -> 60 ms at 1e6 uniform on one thread, Xeon).
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
   for (std::size_t k = 0; k < n; ++k) {
     if (k + fetch_ahead < n)
       __builtin_prefetch(&x[perm[k + fetch_ahead]]), __builtin_prefetch(&m[perm[k + fetch_ahead]]);
@@ -456,13 +469,13 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
   }
   velocities.resize(v.empty() ? 0 : n);
   if (!v.empty())
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
     for (std::size_t k = 0; k < n; ++k) {
       if (k + fetch_ahead < n) __builtin_prefetch(&v[perm[k + fetch_ahead]]);
       velocities[k] = v[perm[k]];
     }
   if (build) {
-    local.build(keys, options.root, options.leaf_limit, threads);
+    local.build(keys, options.root, options.leaf_limit, team);
     // With merge_groups, consecutive sibling group cells (contiguous in the
     // sorted array) are merged while the run stays within group_limit.
     groups.clear();
@@ -487,9 +500,9 @@ void TreeForce::State::build_local_tree(std::span<const Point> x, std::span<cons
     stats.link_s += MPI_Wtime() - start;
     start = MPI_Wtime();
   }
-  local.compute_moments(positions, masses, {}, {}, options.quadrupole, threads);
+  local.compute_moments(positions, masses, {}, {}, options.quadrupole, team);
   group_boxes.resize(groups.size());
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
   for (std::size_t g = 0; g < groups.size(); ++g) {
     Box box = empty_box();
     for (std::uint32_t k = groups[g][0]; k < groups[g][1]; ++k) extend(box, positions[k]);
@@ -507,7 +520,7 @@ void TreeForce::State::build_let(bool build) {
     double lo[3] = {mine.bounds.lo[0], mine.bounds.lo[1], mine.bounds.lo[2]};
     double hi[3] = {mine.bounds.hi[0], mine.bounds.hi[1], mine.bounds.hi[2]};
     const std::size_t n = positions.size();
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : lo[:3]) reduction(max : hi[:3])
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : lo[:3]) reduction(max : hi[:3])
     for (std::size_t k = 0; k < n; ++k)
       for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], positions[k][a]), hi[a] = std::max(hi[a], positions[k][a]);
     mine.bounds = Box{{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
@@ -523,7 +536,7 @@ void TreeForce::State::build_let(bool build) {
     // replaced by its non-empty children (the same test as the walk), level
     // by level, until there are ~8 tasks per thread; one thread: the root.
     let_tasks.clear();
-    const std::size_t want = threads > 1 ? 8 * static_cast<std::size_t>(threads) : 1;
+    const std::size_t want = team > 1 ? 8 * static_cast<std::size_t>(team) : 1;
     for (int to = 0; to < comm.size(); ++to) {
       if (!sends_let(me, to)) continue;
       const auto message = static_cast<std::uint32_t>(send_ranks.size());
@@ -556,12 +569,12 @@ void TreeForce::State::build_let(bool build) {
     // calls: it grows only while a call needs more than any before), then
     // copy them into send_refs in task order: the LETs do not depend on the
     // threads or the schedule.
-    const auto thread_count = static_cast<std::size_t>(threads);
+    const auto thread_count = static_cast<std::size_t>(team);
     let_thread_refs.resize(thread_count);
     let_thread_stacks.resize(thread_count);
     let_outputs.resize(let_tasks.size());
     const auto task_count = static_cast<std::ptrdiff_t>(let_tasks.size());
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team)
     {
       const auto thread = static_cast<std::size_t>(omp_get_thread_num());
       std::vector<LetRef>& refs = let_thread_refs[thread];
@@ -606,7 +619,7 @@ void TreeForce::State::build_let(bool build) {
     for (std::size_t m = 1; m < send_offsets.size(); ++m)
       send_offsets[m] = std::max(send_offsets[m], send_offsets[m - 1]);  // a receiver without tasks
     send_refs.resize(let_task_offsets.back());
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
     for (std::ptrdiff_t t = 0; t < task_count; ++t) {
       const LetOutput& output = let_outputs[static_cast<std::size_t>(t)];
       const LetRef* from = let_thread_refs[output.thread].data() + output.offset;
@@ -615,7 +628,7 @@ void TreeForce::State::build_let(bool build) {
   }
   send_items.resize(send_refs.size());
   const std::size_t item_count = send_refs.size();
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
   for (std::size_t k = 0; k < item_count; ++k) {
     const LetRef ref = send_refs[k];
     LetItem item{};
@@ -757,7 +770,7 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
       return before({keys[i], static_cast<std::uint32_t>(me), static_cast<std::uint32_t>(i), {}}, e);
     };
     remote_places.resize(remote.size());
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(team)
     {
 #pragma omp for schedule(static)
       for (std::size_t j = 0; j < remote.size(); ++j) {
@@ -799,7 +812,7 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
   source_xyzm.resize(4 * (total + tree_detail::list_slack()));
   if (global_is_local) {
     source_pseudo.assign(total, 0);
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
     for (std::size_t k = 0; k < total; ++k) {
       const Point& at = positions[k];
       for (int a = 0; a < 3; ++a) source_xyzm[4 * k + a] = at[a];
@@ -817,7 +830,7 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
     if (options.quadrupole) source_quadrupoles.assign(total, Quadrupole{});
     // One pass writes every array (they are read back in the walk, the
     // kernel and the global tree's moments).
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
     for (std::size_t k = 0; k < total; ++k) {
       const SourceOrigin origin = source_origin[k];
       Point at;
@@ -850,16 +863,16 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
     }
     sources_at = source_positions;
     sources_mass = source_masses;
-    if (build) global.build(source_keys, options.root, options.leaf_limit, threads);
+    if (build) global.build(source_keys, options.root, options.leaf_limit, team);
     global.compute_moments(source_positions, source_masses, source_quadrupoles, source_extents, options.quadrupole,
-                           threads);
+                           team);
   }
   const auto& cells = source_tree().cells();
   walk_nodes.resize(cells.size());
   walk_blocks.resize(cells.size());
   const std::size_t cell_count = cells.size();
   // Block 0 holds the root; each cell with children gets the next block.
-  const std::uint32_t blocks = number_parents(cells, walk_blocks, threads);
+  const std::uint32_t blocks = number_parents(cells, walk_blocks, team);
   if (blocks > WalkNode::block_mask)
     fail("TreeForce::compute", std::to_string(blocks - 1) + " cells with children on this rank; the walk numbers at most " +
                                    std::to_string(WalkNode::block_mask - 1));
@@ -930,7 +943,7 @@ void TreeForce::State::build_global_tree(bool build, bool near_sources) {
   // are in the upper levels, which are stored first, so the loop is dealt out
   // in small chunks: with equal shares, one thread placed nearly all the
   // cells (13 ms at 1e6 on 1 thread and on 2).
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+#pragma omp parallel for num_threads(team) schedule(dynamic, 256)
   for (std::size_t c = 0; c < cell_count; ++c) {
     const TreeCell& cell = cells[c];
     if (cell.child_count == 0) continue;
@@ -1303,6 +1316,8 @@ void TreeForce::compute(std::span<const Point> positions, std::span<const double
 void TreeForce::State::compute(std::span<const Point> x, std::span<const double> m, std::span<const Point> v,
                                std::span<Point> a, const UserKernel* user, const NearKernel* near, Profile& profile) {
   const bool build = calls % static_cast<std::uint64_t>(options.reuse) == 0;
+  team = static_cast<int>(std::clamp<std::size_t>(x.size() / particles_per_thread, 1,
+                                                  static_cast<std::size_t>(std::max(threads, 1))));
   {
     // Every rank agrees on validity before any data moves.
     auto timer = profile.phase("other");
@@ -1317,7 +1332,7 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
                 " particles, the call that built them " + std::to_string(positions.size());
     else {
       std::size_t outside = x.size();  // the first particle outside the root box
-#pragma omp parallel for num_threads(threads) schedule(static) reduction(min : outside)
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : outside)
       for (std::size_t i = 0; i < x.size(); ++i)
         if (!options.root.contains(x[i])) outside = std::min(outside, i);
       if (outside < x.size()) {
@@ -1378,7 +1393,7 @@ void TreeForce::State::compute(std::span<const Point> x, std::span<const double>
       // perm is a permutation; the scattered stores' lines are fetched
       // fetch_ahead iterations early (17 -> 14 ms for "other" at 1e6 on one
       // thread, Xeon).
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(team) schedule(static)
       for (std::size_t k = 0; k < perm.size(); ++k) {
         if (k + fetch_ahead < perm.size()) __builtin_prefetch(&a[perm[k + fetch_ahead]], 1);
         a[perm[k]] = sorted_acc[k];
