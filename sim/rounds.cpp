@@ -24,19 +24,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 namespace {
 
 /// The value after `flag` in argv, parsed as an integer in [lo, hi], into
 /// `value` (left as it is when the flag is absent). False when it is not one.
-/// Whether argv holds `flag` followed by `value`.
-bool has_flag_value(int argc, char** argv, const char* flag, const char* value) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], flag) == 0 && std::strcmp(argv[i + 1], value) == 0) return true;
-  return false;
-}
-
 bool integer_flag(int argc, char** argv, const char* flag, long lo, long hi, long& value) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], flag) != 0) continue;
@@ -49,6 +43,20 @@ bool integer_flag(int argc, char** argv, const char* flag, long lo, long hi, lon
   return true;
 }
 
+/// The value after `flag` in argv, one of `choices`, into `value` (left as it
+/// is when the flag is absent). False when it is none of them.
+bool choice_flag(int argc, char** argv, const char* flag, std::initializer_list<const char*> choices,
+                 const char*& value) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], flag) != 0) continue;
+    if (i + 1 >= argc ||
+        std::none_of(choices.begin(), choices.end(), [&](const char* c) { return std::strcmp(argv[i + 1], c) == 0; }))
+      return false;
+    value = argv[i + 1];
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,10 +65,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long bytes = 64, rounds = 3;
+  const char* complete = "wait";
   if (!integer_flag(argc, argv, "--bytes", 0, 1 << 20, bytes) ||
       !integer_flag(argc, argv, "--rounds", 1, 1000, rounds) ||
-      !(has_flag_value(argc, argv, "--complete", "wait") || has_flag_value(argc, argv, "--complete", "test") ||
-        std::none_of(argv + 1, argv + argc, [](const char* a) { return std::strcmp(a, "--complete") == 0; }))) {
+      !choice_flag(argc, argv, "--complete", {"wait", "test"}, complete)) {
     if (rank == 0)
       std::fprintf(stderr,
                    "domex-sim-rounds: usage: [--bytes 0..1048576] [--rounds 1..1000] [--complete wait|test]\n");
@@ -80,7 +88,7 @@ int main(int argc, char** argv) {
                           (at[2] + dz + dims[2]) % dims[2]};
         peers.push_back((q[0] * dims[1] + q[1]) * dims[2] + q[2]);
       }
-  const bool by_test = has_flag_value(argc, argv, "--complete", "test");
+  const bool by_test = std::strcmp(complete, "test") == 0;
   const auto n = static_cast<std::size_t>(bytes);
   std::vector<char> out(26 * n, 1), in(26 * n);
   std::vector<MPI_Request> requests(52);

@@ -53,7 +53,7 @@ struct Pending {
   void* result = nullptr;
   std::vector<char> value, incoming;
   /// One buffer and send per round: a send is completed only by a wait, when
-  /// the operation is retired (see "completed by a test" below).
+  /// the operation is retired (see "completed by a test" at the top).
   std::vector<std::vector<char>> outgoing;
   std::vector<MPI_Request> sends;
   bool done = false;
@@ -220,6 +220,24 @@ int real_testall(int count, MPI_Request* requests, int* flag, MPI_Status* status
   return charged_completion(count, requests, statuses,
                             [&](MPI_Status* s) { return MPI_Testall(count, requests, flag, s); },
                             [&](int) { return *flag != 0; });
+}
+
+/// MPI_Waitsome as one MPI_Waitany: SMPI's own completes requests with tests,
+/// which SimGrid 3.32 then keeps in the rank's activities (see "completed by
+/// a test" at the top). One completion per call is what MPI_Waitsome may return
+/// when only one has completed; callers loop until theirs are done.
+int waitsome_by_waitany(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
+  int index = MPI_UNDEFINED;
+  MPI_Status status;
+  const int error = MPI_Waitany(count, requests, &index, &status);
+  if (index == MPI_UNDEFINED) {
+    *done = MPI_UNDEFINED;
+    return error;
+  }
+  *done = 1;
+  indices[0] = index;
+  if (statuses != MPI_STATUSES_IGNORE) statuses[0] = status;
+  return error;
 }
 
 // Tags of the dissemination rounds: above domex's [0, 8192), one per round so
@@ -573,26 +591,6 @@ int domex_smpi_Waitany(int count, MPI_Request* requests, int* index, MPI_Status*
   if (status != MPI_STATUS_IGNORE && *index != MPI_UNDEFINED) *status = statuses[static_cast<std::size_t>(*index)];
   return error;
 }
-
-namespace {
-/// MPI_Waitsome as one MPI_Waitany: SMPI's own completes requests with tests,
-/// which SimGrid 3.32 then keeps in the rank's activities (see "completed by
-/// a test" above). One completion per call is what MPI_Waitsome may return
-/// when only one has completed; callers loop until theirs are done.
-int waitsome_by_waitany(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
-  int index = MPI_UNDEFINED;
-  MPI_Status status;
-  const int error = MPI_Waitany(count, requests, &index, &status);
-  if (index == MPI_UNDEFINED) {
-    *done = MPI_UNDEFINED;
-    return error;
-  }
-  *done = 1;
-  indices[0] = index;
-  if (statuses != MPI_STATUSES_IGNORE) statuses[0] = status;
-  return error;
-}
-}  // namespace
 
 int domex_smpi_Waitsome(int count, MPI_Request* requests, int* done, int* indices, MPI_Status* statuses) {
   if (!overheads().on() || tracked().empty()) return waitsome_by_waitany(count, requests, done, indices, statuses);
