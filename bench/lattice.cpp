@@ -38,6 +38,8 @@ struct LatticeBenchOptions {
   std::vector<std::string> paths{"pack", "datatype", "contiguous"};
   int batch = 10;    ///< exchanges per timed sample
   int repeats = 20;  ///< samples (median)
+  int memcpy_mib = 64;  ///< memcpy bandwidth measured on this many MiB per rank (0: not measured)
+  bool allreduce = true;  ///< the blocking vs overlapped allreduce rows
   std::string json;
 };
 
@@ -66,7 +68,8 @@ void run_lattice(const LatticeBenchOptions& options) {
   for (std::size_t a = 0; a < 4; ++a) global[a] = options.local[a] * static_cast<std::size_t>(dims[a]);
   LatticeGrid grid(comm, global, {.dims = dims});
 
-  const double memcpy_bps = memcpy_bandwidth(comm, std::size_t{64} << 20, 5);
+  const double memcpy_bps =
+      options.memcpy_mib > 0 ? memcpy_bandwidth(comm, static_cast<std::size_t>(options.memcpy_mib) << 20, 5) : 0.0;
   std::vector<Row> rows;
   for (const auto& name : options.paths) {
     LatticeHalo halo(grid, {.site_bytes = spinor_bytes, .path = lattice_path_from_string(name)});
@@ -83,38 +86,46 @@ void run_lattice(const LatticeBenchOptions& options) {
   }
 
   // Blocking vs overlapped dot product next to a halo exchange (datatype path).
-  LatticeHalo halo(grid, {.site_bytes = spinor_bytes, .path = LatticePath::datatype});
-  std::vector<Spinor> field(halo.sites());
-  std::array<std::complex<double>, 2> dots{};
-  std::vector<double> blocking, overlapped;
-  for (int r = 0; r < options.repeats; ++r) {
-    blocking.push_back(time_collective(comm, [&] {
-                         for (int i = 0; i < options.batch; ++i) {
-                           dots = {{{1.0, 2.0}, {3.0, 4.0}}};
-                           allreduce(comm, dots);
-                           halo.exchange(field);
-                         }
-                       }) /
-                       options.batch);
-    overlapped.push_back(time_collective(comm, [&] {
+  double blocking_s = 0, overlapped_s = 0;
+  if (options.allreduce) {
+    LatticeHalo halo(grid, {.site_bytes = spinor_bytes, .path = LatticePath::datatype});
+    std::vector<Spinor> field(halo.sites());
+    std::array<std::complex<double>, 2> dots{};
+    std::vector<double> blocking, overlapped;
+    for (int r = 0; r < options.repeats; ++r) {
+      blocking.push_back(time_collective(comm, [&] {
                            for (int i = 0; i < options.batch; ++i) {
                              dots = {{{1.0, 2.0}, {3.0, 4.0}}};
-                             auto pending = iallreduce(comm, dots);
+                             allreduce(comm, dots);
                              halo.exchange(field);
-                             pending.wait();
                            }
                          }) /
                          options.batch);
+      overlapped.push_back(time_collective(comm, [&] {
+                             for (int i = 0; i < options.batch; ++i) {
+                               dots = {{{1.0, 2.0}, {3.0, 4.0}}};
+                               auto pending = iallreduce(comm, dots);
+                               halo.exchange(field);
+                               pending.wait();
+                             }
+                           }) /
+                           options.batch);
+    }
+    blocking_s = summarize(blocking).median;
+    overlapped_s = summarize(overlapped).median;
   }
-  const double blocking_s = summarize(blocking).median, overlapped_s = summarize(overlapped).median;
   const Json where = provenance_json(comm);
   if (comm.rank() != 0) return;
 
   std::printf("lattice halo: %d ranks (dims %d x %d x %d x %d), %zu x %zu x %zu x %zu sites per rank, spinor %zu B/site,\n"
-              "8 face neighbours, periodic; %d samples of %d back-to-back exchanges (median, slowest rank)\n"
-              "memcpy bandwidth per rank (all ranks copying 64 MiB at once): %.0f MB/s\n",
+              "8 face neighbours, periodic; %d samples of %d back-to-back exchanges (median, slowest rank)\n",
               comm.size(), dims[0], dims[1], dims[2], dims[3], options.local[0], options.local[1], options.local[2],
-              options.local[3], spinor_bytes, options.repeats, options.batch, memcpy_bps / 1e6);
+              options.local[3], spinor_bytes, options.repeats, options.batch);
+  if (memcpy_bps > 0)
+    std::printf("memcpy bandwidth per rank (all ranks copying %d MiB at once): %.0f MB/s\n", options.memcpy_mib,
+                memcpy_bps / 1e6);
+  else
+    std::printf("memcpy bandwidth: not measured (--memcpy-mib 0)\n");
   std::printf("%-11s %9s %12s %12s %12s %10s %10s\n", "path", "msgs/exch", "bytes/exch", "exch[ms]", "MB/s",
               "of memcpy", "vs pack");
   double pack_s = 0;
@@ -122,13 +133,14 @@ void run_lattice(const LatticeBenchOptions& options) {
     if (r.path == "pack") pack_s = r.exchange_s;
   for (const Row& r : rows) {
     const double bandwidth = static_cast<double>(r.bytes) / r.exchange_s;
-    std::printf("%-11s %9zu %12zu %12.3f %12.0f %9.1f%% %9.2fx\n", r.path.c_str(), r.messages, r.bytes,
-                1e3 * r.exchange_s, bandwidth / 1e6, 100 * bandwidth / memcpy_bps,
-                pack_s > 0 ? pack_s / r.exchange_s : 0.0);
+    const std::string of_memcpy = memcpy_bps > 0 ? fmt::format("{:.1f}%", 100 * bandwidth / memcpy_bps) : "-";
+    std::printf("%-11s %9zu %12zu %12.4f %12.0f %10s %9.2fx\n", r.path.c_str(), r.messages, r.bytes,
+                1e3 * r.exchange_s, bandwidth / 1e6, of_memcpy.c_str(), pack_s > 0 ? pack_s / r.exchange_s : 0.0);
   }
-  std::printf("allreduce of 2 complex + one exchange (datatype): blocking %.3f ms, overlapped (MPI_Iallreduce) %.3f ms "
-              "per iteration (%.2fx)\n",
-              1e3 * blocking_s, 1e3 * overlapped_s, blocking_s / overlapped_s);
+  if (options.allreduce)
+    std::printf("allreduce of 2 complex + one exchange (datatype): blocking %.3f ms, overlapped (MPI_Iallreduce) "
+                "%.3f ms per iteration (%.2fx)\n",
+                1e3 * blocking_s, 1e3 * overlapped_s, blocking_s / overlapped_s);
   if (!options.json.empty()) {
     Json list = Json::array();
     for (const Row& r : rows)
@@ -139,8 +151,8 @@ void run_lattice(const LatticeBenchOptions& options) {
                    {"local", {options.local[0], options.local[1], options.local[2], options.local[3]}},
                    {"site_bytes", spinor_bytes},
                    {"memcpy_bytes_per_s", memcpy_bps},
-                   {"allreduce_blocking_s", blocking_s},
-                   {"allreduce_overlapped_s", overlapped_s},
+                   {"allreduce_blocking_s", options.allreduce ? Json(blocking_s) : Json(nullptr)},
+                   {"allreduce_overlapped_s", options.allreduce ? Json(overlapped_s) : Json(nullptr)},
                    {"rows", list}},
                   "domex-bench lattice");
   }
@@ -154,6 +166,13 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--paths", options->paths, "pack | datatype | contiguous")->capture_default_str();
   command->add_option("--batch", options->batch, "exchanges per timed sample")->capture_default_str();
   command->add_option("--repeats", options->repeats, "samples (median)")->capture_default_str();
+  command
+      ->add_option("--memcpy-mib", options->memcpy_mib,
+                   "MiB per rank the memcpy bandwidth is measured on (0: not measured, e.g. under SimGrid)")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  command->add_flag("!--no-allreduce", options->allreduce,
+                    "skip the allreduce rows (under SimGrid SMPI's MPI_Iallreduce sends P^2 messages)");
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] { run_lattice(*options); });
 }};

@@ -7,6 +7,7 @@ calibration (per-message software overheads), one per line.
   sim/platform.py ib 256 --out build/sim            # 2-level fat tree, IB FDR
   sim/platform.py tofu 1024 --out build/sim         # 6-D torus, Tofu
   sim/platform.py torus3d 512 --out build/sim       # 3-D torus, IB FDR links
+  sim/platform.py crossbar3d 2560 --out build/sim   # 16 x 16 x 10 hyper-crossbar, IB FDR links
   sim/platform.py ib 1024 --ranks-per-node 16 ...   # multi-core nodes
 
 Calibration (sim/README.md, checked by `sim/run pingpong`): the seeds'
@@ -31,6 +32,15 @@ PLATFORMS = {
     "tofu": dict(topology="tofu", bandwidth=4.627e9, latency=0.1e-6, o_send=0.75e-6, o_recv=0.75e-6,
                  collectives="ompi", targets=dict(latency_us=1.6, bandwidth_gbs=4.6),
                  about="6-D torus (X,Y,Z x 2,3,2 like Tofu), Tofu as measured by the seed (Fujitsu MPI)"),
+    # The lattice QCD seed's machine: a hyper-crossbar (each node has one link
+    # per dimension into the crossbar switch of its line along it); IB FDR
+    # links and overheads, as torus3d.
+    **{f"crossbar{d}d": dict(topology="crossbar", dims=d, bandwidth=3.616e9, latency=0.325e-6, o_send=0.6e-6,
+                            o_recv=0.6e-6, collectives="mpich", targets=dict(),
+                            about=f"{d}-D hyper-crossbar (one link per node and dimension into its line's "
+                                  f"crossbar switch) with the IB FDR links and overheads (no seed figures: no "
+                                  f"targets)")
+       for d in (1, 2, 3)},
     "torus3d": dict(topology="torus3d", bandwidth=3.616e9, latency=0.325e-6, o_send=0.6e-6, o_recv=0.6e-6,
                     collectives="mpich", targets=dict(),
                     about="3-D torus with the IB FDR links and overheads (no seed figures: no targets)"),
@@ -43,6 +53,51 @@ def balanced(n, dims):
     while math.prod(sides) < n:
         sides[sides.index(min(sides))] *= 2
     return sorted(sides, reverse=True)
+
+
+def factors(n, dims):
+    """n as `dims` factors as equal as possible, largest first (MPI_Dims_create's choice)."""
+    sides = [1] * dims
+    primes, m, p = [], n, 2
+    while p * p <= m:
+        while m % p == 0:
+            primes.append(p)
+            m //= p
+        p += 1
+    if m > 1:
+        primes.append(m)
+    for prime in sorted(primes, reverse=True):
+        sides[sides.index(min(sides))] *= prime
+    return sorted(sides, reverse=True)
+
+
+def crossbar(name, spec, nodes, bw, lat, ranks_per_node, f):
+    """A hyper-crossbar of sides factors(nodes, d): node n at coordinates
+    (n // (Y Z), (n // Z) % Y, n % Z), the last fastest, as MPI_Cart_create
+    numbers a process grid. A message between two nodes of one line goes up
+    the sender's link of that dimension and down the receiver's (full
+    duplex: SimGrid's SPLITDUPLEX); others route through nodes, dimension by
+    dimension (shortest paths, Dijkstra)."""
+    sides = factors(nodes, spec["dims"]) + [1] * (3 - spec["dims"])
+    X, Y, Z = sides
+    f.write(' <zone id="world" routing="DijkstraCache">\n')
+    for n in range(nodes):
+        f.write(f'  <host id="node-{n}" speed="1Gf" core="{ranks_per_node}"/>\n')
+    switches, links, routes = {}, [], []  # (the DTD wants a zone's routes after its routers and links)
+    for n in range(nodes):
+        at = [n // (Y * Z), (n // Z) % Y, n % Z]
+        for axis in range(3):
+            if sides[axis] == 1:
+                continue
+            rest = tuple(c for a, c in enumerate(at) if a != axis)
+            switch = switches.setdefault((axis, rest), f"xbar-{axis}-{rest[0]}-{rest[1]}")
+            links.append(f'  <link id="l-{n}-{axis}" bandwidth="{bw}" latency="{lat}" sharing_policy="SPLITDUPLEX"/>\n')
+            routes.append(f'  <route src="node-{n}" dst="{switch}" symmetrical="YES">'
+                          f'<link_ctn id="l-{n}-{axis}" direction="UP"/></route>\n')
+    f.writelines(f'  <router id="{switch}"/>\n' for switch in switches.values())
+    f.writelines(links + routes)
+    f.write(" </zone>\n")
+    return sides
 
 
 def tofu_sides(n):
@@ -77,6 +132,17 @@ def write(name, ranks, ranks_per_node, out):
         hosts = math.prod(sides)
         topo = f'topology="TORUS" topo_parameters="{",".join(map(str, sides))}"'
     base = os.path.join(out, f"{name}-{ranks}" + (f"x{ranks_per_node}" if ranks_per_node > 1 else ""))
+    if spec["topology"] == "crossbar":
+        with open(base + ".xml", "w") as f:
+            f.write('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n')
+            f.write(f"<!-- domex sim/platform.py {name} {ranks} (ranks per node {ranks_per_node}): {spec['about']} -->\n")
+            f.write('<platform version="4.1">\n')
+            crossbar(name, spec, nodes, bw, lat, ranks_per_node, f)
+            f.write("</platform>\n")
+        with open(base + ".hosts", "w") as f:
+            for r in range(ranks):
+                f.write(f"node-{r // ranks_per_node}\n")
+        return base
     with open(base + ".xml", "w") as f:
         f.write('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n')
         f.write(f"<!-- domex sim/platform.py {name} {ranks} (ranks per node {ranks_per_node}): {spec['about']} -->\n")

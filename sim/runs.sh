@@ -3,7 +3,7 @@
 # The simulated runs behind docs/sim-*.png and the tables of sim/README.md,
 # one simulation at a time, each under `timeout 600` (10 minutes).
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
-#               | counts | counts-mps | reduce | halo [P...] | let [P...] | model
+#               | counts | counts-mps | reduce | crossbar | halo [P...] | let [P...] | model
 #               | ring-compute [P...] | ring-compute-check | decompose [P...]
 #               | ring-fit | ring-model-check | ring-model [P...]
 #   (results in build/simruns)
@@ -102,10 +102,23 @@ case ${1:-} in
     # The CG's small complex allreduce: MPI_Allreduce against one along each
     # axis of the process grid (domex::ReduceMethod::by_dimension).
     for spec in "torus3d 64 4 4 4" "torus3d 512 8 8 8" "ib 512 8 8 8" "tofu 512 8 8 8" \
-                "torus3d 1000 10 10 10" "ib 1000 10 10 10" "tofu 1000 10 10 10"; do
+                "torus3d 1000 10 10 10" "ib 1000 10 10 10" "tofu 1000 10 10 10" \
+                "crossbar3d 512 8 8 8" "crossbar3d 2560 16 16 10"; do
       read -r platform ranks x y z <<< "$spec"
       run "reduce-$platform-$ranks" "$platform" "$ranks" reduce --grid "$x" "$y" "$z" --calls 10 --repeats 1 \
         --counts 1 12
+    done ;;
+  crossbar)
+    # The lattice QCD seed's neighbour transfers on its machine's network: the
+    # QCD halo (domex::LatticeHalo, 8^4 and 16^4 sites of 192 B per rank)
+    # along 1, 2 and 3 dimensions of a hyper-crossbar, the seed's 16 x 16 x 10
+    # included, and a 3-D torus beside it (sim/README.md, "Link share").
+    export DOMEX_SIM_PRIVATIZATION=no
+    for spec in "crossbar1d 16 8 16 1 1" "crossbar2d 256 8 16 16 1" "crossbar3d 512 8 8 8 8" "torus3d 512 8 8 8 8" \
+                "crossbar1d 16 16 16 1 1" "crossbar2d 256 16 16 16 1" "crossbar3d 2560 8 16 16 10"; do
+      read -r platform ranks sites x y z <<< "$spec"
+      run "lattice-$platform-$ranks-$sites" "$platform" "$ranks" lattice --local "$sites" "$sites" "$sites" "$sites" \
+        --dims "$x" "$y" "$z" 1 --paths pack --repeats 3 --batch 2 --memcpy-mib 0 --no-allreduce
     done ;;
   counts-mps)
     # The same exchange on domex-mps's real pattern: who sends ghost counts to
