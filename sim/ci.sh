@@ -63,6 +63,8 @@ simulate '^A +plan/full ' ib 64 halo --experiments A --exchanged 8 --variants pl
   --cell-seconds 6.2e-7 --cells 12 --depths 1 --steps 1
 simulate '^uniform +2000 ' ib 64 ghost --particles 2000 --cutoffs 0.5 --updates 2 --repeats 1
 simulate '^round 0: simulated ' ib 64 rounds --bytes 64 --rounds 1
+simulate '^pack +8 ' crossbar3d 27 lattice --local 4 4 4 4 --dims 3 3 3 1 --paths pack --repeats 1 --batch 1 \
+  --memcpy-mib 0 --no-allreduce
 simulate '^exchange LET ' ib 64 tree --particles 64000 --threads 1 --error-samples 0 --steps 1 --lets sparse
 # Computation charged from a fitted model (DOMEX_SIM_MODEL, issue 27): a model
 # of 1 ms for each walk-and-kernel and 0.2 ms for each local tree build must
