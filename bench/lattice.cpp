@@ -36,9 +36,9 @@ struct LatticeBenchOptions {
   std::vector<std::size_t> local{16, 16, 16, 16};
   std::vector<int> dims{0, 0, 0, 0};
   std::vector<std::string> paths{"pack", "datatype", "contiguous"};
-  int batch = 10;    ///< exchanges per timed sample
-  int repeats = 20;  ///< samples (median)
-  int memcpy_mib = 64;  ///< memcpy bandwidth measured on this many MiB per rank (0: not measured)
+  int batch = 10;         ///< exchanges per timed sample
+  int repeats = 20;       ///< samples (median)
+  int memcpy_mib = 64;    ///< memcpy bandwidth measured on this many MiB per rank (0: not measured)
   bool allreduce = true;  ///< the blocking vs overlapped allreduce rows
   std::string json;
 };
@@ -150,7 +150,7 @@ void run_lattice(const LatticeBenchOptions& options) {
                    {"dims", {dims[0], dims[1], dims[2], dims[3]}},
                    {"local", {options.local[0], options.local[1], options.local[2], options.local[3]}},
                    {"site_bytes", spinor_bytes},
-                   {"memcpy_bytes_per_s", memcpy_bps},
+                   {"memcpy_bytes_per_s", memcpy_bps > 0 ? Json(memcpy_bps) : Json(nullptr)},
                    {"allreduce_blocking_s", options.allreduce ? Json(blocking_s) : Json(nullptr)},
                    {"allreduce_overlapped_s", options.allreduce ? Json(overlapped_s) : Json(nullptr)},
                    {"rows", list}},
