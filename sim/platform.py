@@ -71,15 +71,15 @@ def factors(n, dims):
     return sorted(sides, reverse=True)
 
 
-def crossbar(name, spec, nodes, bw, lat, ranks_per_node, f):
-    """A hyper-crossbar of sides factors(nodes, d): node n at coordinates
+def crossbar(dims, nodes, bw, lat, ranks_per_node, f):
+    """Writes a hyper-crossbar of sides factors(nodes, dims): node n at coordinates
     (n // (Y Z), (n // Z) % Y, n % Z), the last fastest, as MPI_Cart_create
     numbers a process grid. A message between two nodes of one line goes up
     the sender's link of that dimension and down the receiver's (full
     duplex: SimGrid's SPLITDUPLEX); others route through nodes, dimension by
     dimension (shortest paths, Dijkstra)."""
-    sides = factors(nodes, spec["dims"]) + [1] * (3 - spec["dims"])
-    X, Y, Z = sides
+    sides = factors(nodes, dims) + [1] * (3 - dims)
+    _, Y, Z = sides
     f.write(' <zone id="world" routing="DijkstraCache">\n')
     for n in range(nodes):
         f.write(f'  <host id="node-{n}" speed="1Gf" core="{ranks_per_node}"/>\n')
@@ -97,7 +97,6 @@ def crossbar(name, spec, nodes, bw, lat, ranks_per_node, f):
     f.writelines(f'  <router id="{switch}"/>\n' for switch in switches.values())
     f.writelines(links + routes)
     f.write(" </zone>\n")
-    return sides
 
 
 def tofu_sides(n):
@@ -127,29 +126,23 @@ def write(name, ranks, ranks_per_node, out):
         sides = [s for s in tofu_sides(nodes) if s > 1]  # SimGrid rejects sides of 1
         hosts = math.prod(sides)
         topo = f'topology="TORUS" topo_parameters="{",".join(map(str, sides))}"'
-    else:
+    elif spec["topology"] == "torus3d":
         sides = [s for s in balanced(nodes, 3) if s > 1] or [2]
         hosts = math.prod(sides)
         topo = f'topology="TORUS" topo_parameters="{",".join(map(str, sides))}"'
     base = os.path.join(out, f"{name}-{ranks}" + (f"x{ranks_per_node}" if ranks_per_node > 1 else ""))
-    if spec["topology"] == "crossbar":
-        with open(base + ".xml", "w") as f:
-            f.write('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n')
-            f.write(f"<!-- domex sim/platform.py {name} {ranks} (ranks per node {ranks_per_node}): {spec['about']} -->\n")
-            f.write('<platform version="4.1">\n')
-            crossbar(name, spec, nodes, bw, lat, ranks_per_node, f)
-            f.write("</platform>\n")
-        with open(base + ".hosts", "w") as f:
-            for r in range(ranks):
-                f.write(f"node-{r // ranks_per_node}\n")
-        return base
     with open(base + ".xml", "w") as f:
         f.write('<?xml version="1.0"?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n')
         f.write(f"<!-- domex sim/platform.py {name} {ranks} (ranks per node {ranks_per_node}): {spec['about']} -->\n")
-        f.write('<platform version="4.1">\n <zone id="world" routing="Full">\n')
-        f.write(f'  <cluster id="c" prefix="node-" radical="0-{hosts - 1}" suffix="" speed="1Gf" '
-                f'core="{ranks_per_node}" bw="{bw}" lat="{lat}" {topo} {loop}/>\n')
-        f.write(" </zone>\n</platform>\n")
+        f.write('<platform version="4.1">\n')
+        if spec["topology"] == "crossbar":
+            crossbar(spec["dims"], nodes, bw, lat, ranks_per_node, f)
+        else:
+            f.write(' <zone id="world" routing="Full">\n')
+            f.write(f'  <cluster id="c" prefix="node-" radical="0-{hosts - 1}" suffix="" speed="1Gf" '
+                    f'core="{ranks_per_node}" bw="{bw}" lat="{lat}" {topo} {loop}/>\n')
+            f.write(" </zone>\n")
+        f.write("</platform>\n")
     with open(base + ".hosts", "w") as f:
         for r in range(ranks):
             f.write(f"node-{r // ranks_per_node}\n")
