@@ -331,5 +331,5 @@ case ${1:-} in
         "${sparse_flags[@]}" --learning-calls 16 --no-plan --algorithms automatic \
         --json "sparse-$platform-256-automatic-model.json"
     done ;;
-  *) sed -n '3,7p' "$0"; exit 2 ;;
+  *) awk 'NR < 3 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$root/sim/runs.sh" >&2; exit 2 ;;
 esac
