@@ -14,6 +14,8 @@
 // forces every step, a migration and a rebuild every 20 steps).
 //
 //   mpirun -n 2 domex-bench ghost --particles 100000 --cutoffs 0.1 0.5 1 --md
+//   sim/run ib 16384 ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1
+//     --warm-up 0 --discovery nbx --measure update    (one line: thousands of simulated ranks)
 
 #include "command.hpp"
 #include "results.hpp"
@@ -48,6 +50,12 @@ struct GhostBenchOptions {
   int updates = 50;  ///< timed calls per repeat
   int repeats = 3;   ///< best of
   bool md = false;
+  /// What is timed: rebuild, update, reverse, alltoallv, staged, bound (a
+  /// simulation of thousands of ranks leaves out what it need not pay for:
+  /// MPI_Alltoallv's P^2 messages, the baselines' exchanges).
+  std::vector<std::string> measure{"rebuild", "update", "reverse", "alltoallv", "staged", "bound"};
+  int warm_up = 1;  ///< untimed calls before each block (a deterministic simulation needs none)
+  std::string discovery = "automatic";  ///< GhostOptions::discovery: the rebuild's exchange of counts
   std::string json;
 };
 
@@ -228,9 +236,9 @@ class Bound {
 
 /// Best of `repeats` of the median per call of `calls` calls (the slowest rank's), seconds.
 template <class Operation>
-double per_call(const Comm& comm, int repeats, int calls, Operation&& operation) {
+double per_call(const Comm& comm, int repeats, int calls, Operation&& operation, int warm_up = 1) {
   double best = 1e300;
-  operation();  // warm-up: persistent requests, buffers
+  for (int w = 0; w < warm_up; ++w) operation();  // persistent requests, buffers
   for (int r = 0; r < repeats; ++r) {
     std::vector<double> samples;
     for (int c = 0; c < calls; ++c) samples.push_back(time_collective(comm, operation));
@@ -245,11 +253,11 @@ double per_call(const Comm& comm, int repeats, int calls, Operation&& operation)
 /// machine's speed drifts by up to 2x between seconds): the best of
 /// `repeats` blocks of each one's median.
 std::vector<double> per_call_interleaved(const Comm& comm, int repeats, int calls,
-                                         const std::vector<std::function<void()>>& operations) {
+                                         const std::vector<std::function<void()>>& operations, int warm_up) {
   std::vector<double> best(operations.size(), 1e300);
   for (int r = 0; r < repeats; ++r)
     for (std::size_t o = 0; o < operations.size(); ++o) {
-      operations[o]();  // warm-up: persistent requests, buffers, caches
+      for (int w = 0; w < warm_up; ++w) operations[o]();  // persistent requests, buffers, caches
       std::vector<double> samples;
       for (int c = 0; c < calls; ++c) samples.push_back(time_collective(comm, operations[o]));
       best[o] = std::min(best[o], summarize(samples).median);
@@ -301,34 +309,44 @@ Row measure(const Comm& user, const GhostBenchOptions& options, const std::strin
   row.cutoff = cutoff;
   row.cutoff_widths = cutoff / width;
   const std::size_t local = x.size();
-  GhostPlan plan(comm, grid.decomposition, std::span<const Point>(x), {.cutoff = cutoff});
+  GhostPlan plan(comm, grid.decomposition, std::span<const Point>(x),
+                 {.cutoff = cutoff, .discovery = algorithm_from_string(options.discovery)});
   row.stats = plan.stats();
   row.bytes_sent = static_cast<double>(plan.send_indices().size() * sizeof(Point));
   const std::vector<Point> owned(x.begin(), x.end());
-  row.rebuild = per_call(comm, options.repeats, std::max(3, options.updates / 10),
-                         [&] { plan.rebuild(grid.decomposition, std::span<const Point>(owned)); });
+  const auto timed = [&](std::string_view what) { return std::ranges::count(options.measure, what) > 0; };
+  if (timed("rebuild"))  // a tenth of the update's calls, at least 3 (or all of them when fewer)
+    row.rebuild = per_call(comm, options.repeats, std::max(std::min(3, options.updates), options.updates / 10),
+                           [&] { plan.rebuild(grid.decomposition, std::span<const Point>(owned)); }, options.warm_up);
   x.resize(plan.size());
   std::vector<Point> force(plan.size(), Point{1, 2, 3});
-  Alltoallv baseline(comm, plan);
-  Bound bound(comm, plan, sizeof(Point));
+  std::optional<Alltoallv> baseline;
+  if (timed("alltoallv")) baseline.emplace(comm, plan);
+  std::optional<Bound> bound;
+  if (timed("bound")) bound.emplace(comm, plan, sizeof(Point));
   // The staged exchange reaches one neighbour per direction: cutoffs up to one width.
-  const bool with_staged = row.cutoff_widths <= 1.0;
   std::vector<Point> staged_x(owned);
   std::optional<Staged> staged;
-  if (with_staged) {
+  if (timed("staged") && row.cutoff_widths <= 1.0) {
     staged.emplace(comm, grid, staged_x, local, cutoff);
     row.staged_ghosts = staged->ghosts();
   }
   // Blocks in turn, so that the ratios compare calls made in the same stretch of time.
-  std::vector<std::function<void()>> operations{[&] { plan.update(shifted(x)); }, [&] { plan.reverse_sum(force); },
-                                                [&] { baseline.update(x); }, [&] { bound.update(); }};
-  if (with_staged) operations.push_back([&] { staged->update(staged_x, local); });
-  const std::vector<double> best = per_call_interleaved(comm, options.repeats, options.updates, operations);
-  row.update = best[0];
-  row.reverse = best[1];
-  row.alltoallv = best[2];
-  row.bound = best[3];
-  if (with_staged) row.staged = best[4];
+  std::vector<std::function<void()>> operations;
+  std::vector<double*> results;
+  const auto add = [&](bool on, double* result, std::function<void()> operation) {
+    if (!on) return;
+    operations.push_back(std::move(operation));
+    results.push_back(result);
+  };
+  add(timed("update"), &row.update, [&] { plan.update(shifted(x)); });
+  add(timed("reverse"), &row.reverse, [&] { plan.reverse_sum(force); });
+  add(bound.has_value(), &row.bound, [&] { bound->update(); });
+  add(baseline.has_value(), &row.alltoallv, [&] { baseline->update(x); });
+  add(staged.has_value(), &row.staged, [&] { staged->update(staged_x, local); });
+  const std::vector<double> best =
+      per_call_interleaved(comm, options.repeats, options.updates, operations, options.warm_up);
+  for (std::size_t o = 0; o < best.size(); ++o) *results[o] = best[o];
   return row;
 }
 
@@ -337,12 +355,17 @@ void print_rows(const Comm& comm, const std::vector<Row>& rows) {
   std::printf("%-10s %9s %7s %9s %7s %9s %9s %9s %9s %9s %9s %9s %8s %7s\n", "case", "N/rank", "rc/w", "ghosts",
               "ranks", "KB sent", "rebuild", "ns/part", "update", "reverse", "a2av", "staged", "bound", "upd/bnd");
   for (const Row& r : rows) {
+    // "-": not measured (--measure)
+    const auto shown = [](double value, double scale, const char* unit, int digits = 1) {
+      return value > 0 ? fmt::format("{:.{}f}{}", value * scale, digits, unit) : std::string("-");
+    };
     const double rebuild_ns = r.rebuild * 1e9 / static_cast<double>(std::max<std::size_t>(r.particles, 1));
-    std::printf("%-10s %9zu %7.2f %9zu %7zu %9.1f %7.3fms %9.2f %7.1fus %7.1fus %7.1fus %9s %6.1fus %7.2f\n",
-                r.name.c_str(), r.particles, r.cutoff_widths, r.stats.ghosts, r.stats.send_ranks, r.bytes_sent / 1024,
-                r.rebuild * 1e3, rebuild_ns, r.update * 1e6, r.reverse * 1e6, r.alltoallv * 1e6,
-                r.staged > 0 ? fmt::format("{:.1f}us", r.staged * 1e6).c_str() : "-", r.bound * 1e6,
-                r.bound > 0 ? r.update / r.bound : 0.0);
+    std::printf("%-10s %9zu %7.2f %9zu %7zu %9.1f %9s %9s %9s %9s %9s %9s %8s %7s\n", r.name.c_str(), r.particles,
+                r.cutoff_widths, r.stats.ghosts, r.stats.send_ranks, r.bytes_sent / 1024,
+                shown(r.rebuild, 1e3, "ms", 3).c_str(), shown(rebuild_ns, 1, "", 2).c_str(),
+                shown(r.update, 1e6, "us").c_str(), shown(r.reverse, 1e6, "us").c_str(),
+                shown(r.alltoallv, 1e6, "us").c_str(), shown(r.staged, 1e6, "us").c_str(),
+                shown(r.bound, 1e6, "us").c_str(), shown(r.bound > 0 ? r.update / r.bound : 0.0, 1, "", 2).c_str());
   }
   std::printf("times: the slowest rank's median per call, best of the repeats; rebuild includes the search and\n"
               "the sparse exchange of positions; update and the baselines move positions (24 B per ghost);\n"
@@ -404,6 +427,7 @@ void run_ghost(const GhostBenchOptions& options) {
   }
   print_rows(comm, rows);
   if (!options.json.empty() && comm.rank() == 0) {
+    const auto measured = [](double seconds) { return seconds > 0 ? Json(seconds) : Json(nullptr); };
     Json list = Json::array();
     for (const Row& r : rows)
       list.push_back({{"case", r.name},
@@ -414,13 +438,13 @@ void run_ghost(const GhostBenchOptions& options) {
                       {"send_ranks", r.stats.send_ranks},
                       {"boundary", r.stats.boundary},
                       {"bytes_sent", r.bytes_sent},
-                      {"rebuild_s", r.rebuild},
-                      {"update_s", r.update},
-                      {"reverse_s", r.reverse},
-                      {"alltoallv_s", r.alltoallv},
-                      {"staged_s", r.staged},
+                      {"rebuild_s", measured(r.rebuild)},
+                      {"update_s", measured(r.update)},
+                      {"reverse_s", measured(r.reverse)},
+                      {"alltoallv_s", measured(r.alltoallv)},
+                      {"staged_s", measured(r.staged)},
                       {"staged_ghosts", r.staged_ghosts},
-                      {"bound_s", r.bound}});
+                      {"bound_s", measured(r.bound)}});
     write_results(options.json, "ghost", provenance, {{"rows", list}}, "domex-bench ghost");
   }
 }
@@ -441,10 +465,25 @@ const Registration registration{[](CLI::App& app) {
       ->capture_default_str();
   command->add_option("--repeats", options->repeats, "repeats (best of)")->check(CLI::Range(1, 1000))->capture_default_str();
   command->add_flag("--md", options->md, "add the Lennard-Jones row (LAMMPS in.lj, ~1e5 atoms per rank)");
+  command->add_option("--measure", options->measure, "what is timed (a simulation of thousands of ranks: update)")
+      ->check(CLI::IsMember({"rebuild", "update", "reverse", "alltoallv", "staged", "bound"}))
+      ->capture_default_str();
+  command->add_option("--warm-up", options->warm_up, "untimed calls before each block of timed ones")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  std::vector<std::string> algorithms{std::string(to_string(Algorithm::automatic))};
+  for (Algorithm algorithm : concrete_algorithms) algorithms.emplace_back(to_string(algorithm));
+  command->add_option("--discovery", options->discovery, "the rebuild's sparse exchange of counts (GhostOptions)")
+      ->check(CLI::IsMember(algorithms))
+      ->capture_default_str();
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] {
     for (double c : options->cutoffs)
       if (!(c > 0) || !std::isfinite(c)) bad_argument("domex-bench ghost", fmt::format("--cutoffs {}: must be > 0", c));
+    if (options->md)
+      for (const char* needed : {"rebuild", "update", "reverse"})
+        if (std::ranges::count(options->measure, needed) == 0)
+          bad_argument("domex-bench ghost", fmt::format("--md needs '{}' in --measure (its per-step sum)", needed));
     for (std::size_t n : options->particles)
       if (n == 0 || n > (std::size_t{1} << 32))
         bad_argument("domex-bench ghost", fmt::format("--particles {}: must be in [1, 2^32]", n));

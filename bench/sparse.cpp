@@ -98,11 +98,16 @@ std::map<int, std::size_t> destinations_of(const Comm& comm, const std::string& 
     check_mpi(MPI_Allreduce(local, max, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm.get()), "MPI_Allreduce");
     check_mpi(MPI_Allreduce(local, sum, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, comm.get()), "MPI_Allreduce");
     if (comm.rank() == 0)
-      std::printf("%s: N = %llu particles (multisection, %zu positions per rank cut), step +-%.3g mean spacings per "
+      std::printf("%s: N = %llu particles (%s), step +-%.3g mean spacings per "
                   "coordinate; per rank: owned %.0f (max %llu), within one step of the surface %.0f (max %llu), "
                   "leaving %.1f (max %llu, %.3f %% of N)\n",
                   pattern.c_str(), static_cast<unsigned long long>(particles),
-                  std::min<std::size_t>(options.migration_samples, particles / comm.size()), options.migration_step,
+                  options.migration_samples == 0
+                      ? "equal-volume boxes"
+                      : fmt::format("multisection, {} positions per rank cut",
+                                    std::min<std::size_t>(options.migration_samples, particles / comm.size()))
+                            .c_str(),
+                  options.migration_step,
                   double(sum[2]) / comm.size(), max[2], double(sum[0]) / comm.size(), max[0],
                   double(sum[1]) / comm.size(), max[1], 100.0 * double(sum[1]) / double(particles));
     return migration.particles_to;
@@ -424,7 +429,8 @@ const Registration registration{[](CLI::App& app) {
                       "migration:<N>: each coordinate moves uniform in +-this many mean spacings N^(-1/3)")
       ->capture_default_str();
   command->add_option("--migration-samples", options->migration_samples,
-                      "migration:<N>: positions per rank (at most N / P) the multisection cuts are computed from")
+                      "migration:<N>: positions per rank (at most N / P) the multisection cuts are computed from; "
+                      "0: equal-volume boxes, no multisection (no communication; for 16384 simulated ranks)")
       ->capture_default_str();
   std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
   for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));

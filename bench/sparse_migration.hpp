@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,25 +44,72 @@ inline std::uint64_t migration_particles(const std::string& pattern) {
   return static_cast<std::uint64_t>(std::llround(std::pow(base, exponent)));
 }
 
-/// Collective. The decomposition is domex's Multisection (histogram cuts,
-/// periodic unit cube, MPI_Dims_create divisions) rebalanced once on
-/// min(N / P, samples) uniform positions per rank drawn in its starting
-/// equal-volume box (the cuts of N uniform particles up to sampling noise).
-/// Deterministic in (N, P, step, seed).
+/// Multisection's starting decomposition of the periodic unit cube, computed
+/// without communication: MPI_Dims_create's divisions, equal cuts
+/// lo + (hi - lo) k / n on every axis, rank (i ny + j) nz + k. What a
+/// multisection of N uniform particles converges to as its samples grow.
+class EqualBoxes {
+ public:
+  explicit EqualBoxes(int ranks) {
+    check_mpi(MPI_Dims_create(ranks, 3, divisions_.data()), "MPI_Dims_create");
+  }
+  [[nodiscard]] Box box(int rank) const noexcept {
+    const auto [nx, ny, nz] = divisions_;
+    const std::array<int, 3> index{rank / (ny * nz), (rank / nz) % ny, rank % nz};
+    Box box;
+    for (int a = 0; a < 3; ++a) {
+      box.lo[a] = cut(a, index[a]);
+      box.hi[a] = cut(a, index[a] + 1);
+    }
+    return box;
+  }
+  /// The rank owning `p` after wrapping it into [0, 1)^3.
+  [[nodiscard]] int owner(Point p) const noexcept {
+    std::array<int, 3> index{};
+    for (int a = 0; a < 3; ++a) {
+      const int n = divisions_[a];
+      double x = p[a] - std::floor(p[a]);
+      if (x >= 1.0) x = 0.0;  // -1e-17 wraps to 1.0 in floating point
+      int i = std::clamp(static_cast<int>(x * n), 0, n - 1);
+      if (x < cut(a, i)) --i;  // the cuts' own rounding decides, as in Multisection
+      else if (i + 1 < n && x >= cut(a, i + 1)) ++i;
+      index[a] = i;
+    }
+    return (index[0] * divisions_[1] + index[1]) * divisions_[2] + index[2];
+  }
+
+ private:
+  [[nodiscard]] double cut(int axis, int k) const noexcept {
+    const int n = divisions_[axis];
+    return k <= 0 ? 0.0 : k >= n ? 1.0 : 1.0 * k / n;
+  }
+  std::array<int, 3> divisions_{0, 0, 0};
+};
+
+/// Collective unless samples == 0. The decomposition is domex's Multisection
+/// (histogram cuts, periodic unit cube, MPI_Dims_create divisions)
+/// rebalanced once on min(N / P, samples) uniform positions per rank drawn
+/// in its starting equal-volume box (the cuts of N uniform particles up to
+/// sampling noise). samples == 0: the equal-volume boxes themselves
+/// (EqualBoxes; no Multisection, no communication: a simulator's cost of a
+/// rebalance grows as P^2 at 16384 ranks). Deterministic in (N, P, step,
+/// seed).
 inline MigrationPattern migration_pattern(const Comm& comm, std::uint64_t particles, double step, std::size_t samples,
                                           std::uint64_t seed) {
   const int rank = comm.rank();
-  Multisection decomposition(comm, Box{{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, true}});
   std::mt19937_64 random(seed * 1000003 + 7919 * particles + static_cast<std::uint64_t>(rank));
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  {
-    const Box start = decomposition.box(rank);
+  std::optional<Multisection> decomposition;
+  const EqualBoxes equal(comm.size());
+  if (samples > 0) {
+    decomposition.emplace(comm, Box{{0, 0, 0}, {1, 1, 1}}, MultisectionOptions{.periodic = {true, true, true}});
+    const Box start = decomposition->box(rank);
     std::vector<Point> positions(std::min<std::uint64_t>(samples, particles / static_cast<std::uint64_t>(comm.size())));
     for (auto& p : positions)
       for (int a = 0; a < 3; ++a) p[a] = start.lo[a] + uniform(random) * start.extent(a);
-    decomposition.rebalance(positions);
+    decomposition->rebalance(positions);
   }
-  const Box box = decomposition.box(rank);
+  const Box box = decomposition ? decomposition->box(rank) : equal.box(rank);
   const double s = step / std::cbrt(static_cast<double>(particles));
   const std::array<double, 3> extent{box.extent(0), box.extent(1), box.extent(2)};
   // The shell as six slabs: x's two faces of full y, z extent; y's within
@@ -104,7 +152,7 @@ inline MigrationPattern migration_pattern(const Comm& comm, std::uint64_t partic
     const Box& region = slabs[pick(random)].region;
     Point p;
     for (int a = 0; a < 3; ++a) p[a] = region.lo[a] + uniform(random) * region.extent(a) + move(random);
-    const int owner = decomposition.try_owner(p);  // periodic: wraps
+    const int owner = decomposition ? decomposition->try_owner(p) : equal.owner(p);  // periodic: wraps
     if (owner != rank && owner >= 0) ++pattern.particles_to[owner];
   }
   return pattern;

@@ -62,6 +62,11 @@ simulate '^uniform +histogram ' tofu 64 decompose --particles 2000 --inputs unif
 simulate '^A +plan/full ' ib 64 halo --experiments A --exchanged 8 --variants plan/full --repeats 1 --back-to-back 1 \
   --cell-seconds 6.2e-7 --cells 12 --depths 1 --steps 1
 simulate '^uniform +2000 ' ib 64 ghost --particles 2000 --cutoffs 0.5 --updates 2 --repeats 1
+# The lean forms the 16384-rank runs use (sim/README.md "1024 to 16384 ranks"): equal boxes, one update.
+simulate '^migration:100\^3 +64 nbx ' ib 64 sparse --patterns migration:100^3 --sizes 64 --seconds-per-row 0 --no-plan \
+  --rounds 1 --warm-up 0 --algorithms nbx --migration-samples 0
+simulate '^uniform +200 .* - +- *$' ib 64 ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1 --warm-up 0 \
+  --discovery nbx --measure update
 simulate '^round 0: simulated ' ib 64 rounds --bytes 64 --rounds 1
 simulate '^pack +8 ' crossbar3d 27 lattice --local 4 4 4 4 --dims 3 3 3 1 --paths pack --repeats 1 --batch 1 \
   --memcpy-mib 0 --no-allreduce

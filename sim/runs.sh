@@ -5,7 +5,7 @@
 #   sim/runs.sh sparse | split <P> <platforms...> | migration <P> <platforms...> [-- algorithms...]
 #               | counts | counts-mps | reduce | crossbar | halo [P...] | let [P...] | model
 #               | ring-compute [P...] | ring-compute-check | decompose [P...]
-#               | ring-fit | ring-model-check | ring-model [P...]
+#               | ring-fit | ring-model-check | ring-model [P...] | ghost [P...]
 #   (results in build/simruns)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
@@ -73,9 +73,18 @@ case ${1:-} in
       ((ranks >= 1024)) && algorithms=(nbx reduce_scatter grid)
     fi
     # From P = 1024 on one simulation per algorithm and N (the three N in one
-    # took over 10 minutes for nbx), N = 100^3 and 682^3 only.
+    # took over 10 minutes for nbx), N = 100^3 and 682^3 only. From P = 4096
+    # on: the equal-volume boxes instead of a multisection (--migration-samples
+    # 0: SimGrid's cost of a rebalance grows as P^2), no warm-up call, every send
+    # rendezvous with the overheads charged back and idle polls backing off to
+    # 200 ns (as set, or these: sim/README.md "1024 to 16384 ranks").
     patterns=(migration:100^3 migration:316^3 migration:682^3)
     ((ranks >= 1024)) && patterns=(migration:100^3 migration:682^3)
+    scale=(--warm-up 1)
+    if ((ranks >= 4096)); then
+      scale=(--warm-up 0 --migration-samples 0)
+      export DOMEX_SIM_RENDEZVOUS=${DOMEX_SIM_RENDEZVOUS:-overheads} DOMEX_SIM_IDLE_POLL_NS=${DOMEX_SIM_IDLE_POLL_NS:-200}
+    fi
     for platform in "${platforms[@]}"; do
       for algorithm in "${algorithms[@]}"; do
         if ((ranks < 1024)); then
@@ -86,11 +95,24 @@ case ${1:-} in
           for pattern in "${patterns[@]}"; do
             n=${pattern#migration:}
             run "migration-$platform-$ranks-$algorithm-${n%^3}" "$platform" "$ranks" sparse --patterns "$pattern" \
-              --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 1 --learning-calls 1 --learn-calls 48 \
+              --sizes 64 --seconds-per-row 0 --no-plan --rounds 1 "${scale[@]}" --learning-calls 1 --learn-calls 48 \
               --algorithms "$algorithm" --json "migration-$platform-$ranks-$algorithm-${n%^3}.json"
           done
         fi
       done
+    done ;;
+  ghost)
+    # sim/runs.sh ghost [P...]: the ghost exchange (domex::GhostPlan, 200
+    # uniform particles per rank, cutoff 0.5 of a domain's width, equal boxes)
+    # on IB, one GhostPlan::update timed after the plan's build (its counts'
+    # exchange nbx). Default P: 1024 4096 (the exact model: rendezvous was
+    # 7x slower to simulate here; 16384 out of reach, sim/README.md).
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(1024 4096)
+    for P in "${ranks[@]}"; do
+      run "ghost-ib-$P" ib "$P" ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1 --warm-up 0 \
+        --discovery nbx --measure update --json "ghost-ib-$P.json"
     done ;;
   counts)
     run counts-ib-36 ib:6 36 counts --calls 20
