@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <domex/comm/error.hpp>
+#include <domex/exchange/algorithm.hpp>
 
 #include <functional>
 #include <string>
@@ -24,6 +25,13 @@ class BadArgument : public Error {
 /// Throws BadArgument "<command>: <what>".
 [[noreturn]] inline void bad_argument(std::string_view command, std::string_view what) {
   throw BadArgument(std::string(command) + ": " + std::string(what));
+}
+
+/// Every algorithm's name, automatic first: what an --algorithms option accepts.
+inline std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
+  for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));
+  return names;
 }
 
 /// Adds one subcommand (with its options and callback) to the app.

@@ -471,10 +471,8 @@ const Registration registration{[](CLI::App& app) {
   command->add_option("--warm-up", options->warm_up, "untimed calls before each block of timed ones")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  std::vector<std::string> algorithms{std::string(to_string(Algorithm::automatic))};
-  for (Algorithm algorithm : concrete_algorithms) algorithms.emplace_back(to_string(algorithm));
   command->add_option("--discovery", options->discovery, "the rebuild's sparse exchange of counts (GhostOptions)")
-      ->check(CLI::IsMember(algorithms))
+      ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
   command->add_option("--json", options->json, "write the rows as JSON to this file");
   command->callback([options] {

@@ -196,10 +196,8 @@ const Registration registration{[](CLI::App& app) {
       app.add_subcommand("soak", "back-to-back calls of every algorithm on WORLD and split halves, all verified");
   command->add_option("--calls", options->calls, "calls per algorithm and group (10000000 for the full soak)")
       ->capture_default_str();
-  std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
-  for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));
   command->add_option("--algorithms", options->algorithms, "algorithms to soak")
-      ->check(CLI::IsMember(names))
+      ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
   command->add_option("--groups", options->groups, "world (MPI_COMM_WORLD), halves (two concurrent split halves)")
       ->check(CLI::IsMember({"world", "halves"}))

@@ -432,10 +432,8 @@ const Registration registration{[](CLI::App& app) {
                       "migration:<N>: positions per rank (at most N / P) the multisection cuts are computed from; "
                       "0: equal-volume boxes, no multisection (no communication; for 16384 simulated ranks)")
       ->capture_default_str();
-  std::vector<std::string> names{std::string(to_string(Algorithm::automatic))};
-  for (Algorithm algorithm : concrete_algorithms) names.emplace_back(to_string(algorithm));
   command->add_option("--algorithms", options->algorithms, "algorithms to compare")
-      ->check(CLI::IsMember(names))
+      ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
   command->add_option("--seconds-per-row", options->seconds_per_row, "measuring time per row")
       ->capture_default_str();
