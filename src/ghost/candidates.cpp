@@ -4,24 +4,76 @@
 // table). Highway's dynamic dispatch (AVX-512 on Zen 4 and Xeon, AVX2 on
 // Zen 3): eight or four particles per step, where the scalar loop took
 // about 35 instructions per particle. Only the particles with a candidate
-// are kept (compressed stores), for the exact tests in ghost.cpp.
+// are kept (compressed stores), for the exact tests: in ghost.cpp one
+// (particle, piece) pair at a time, or here, piece by piece over a block's
+// candidates, a vector of them per step.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ghost/candidates.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
 #include <hwy/highway.h>
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 #include "src/ghost/candidates.hpp"
+
+#ifndef DOMEX_GHOST_COMPRESS_TABLE
+#define DOMEX_GHOST_COMPRESS_TABLE
+namespace domex::ghost_detail {
+/// For a mask of up to 8 lanes: the lanes it selects, in order, then the
+/// others, as 4-bit indices (lane k at bits 4k). A table at namespace scope:
+/// Highway 1.0.3's Compress of 64-bit lanes keeps its own in the function,
+/// which GCC 12 copies to the stack on every call (2 KiB), and its
+/// CompressStore is the memory form of vpcompressq, about 16 cycles a call
+/// on this project's Xeon (far slower on Zen 4).
+constexpr auto compress_table = [] {
+  std::array<std::uint32_t, 256> table{};
+  for (unsigned mask = 0; mask < 256; ++mask) {
+    std::uint32_t packed = 0;
+    unsigned at = 0;
+    for (unsigned pass = 0; pass < 2; ++pass)
+      for (unsigned lane = 0; lane < 8; ++lane)
+        if (((mask >> lane) & 1u) == (pass == 0 ? 1u : 0u)) packed |= lane << (4 * at++);
+    table[mask] = packed;
+  }
+  return table;
+}();
+}  // namespace domex::ghost_detail
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace domex::ghost_detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const SlotTables& tables,
-                       std::uint64_t* HWY_RESTRICT sets, std::uint64_t* HWY_RESTRICT hits, bool* inside) {
+/// Moves the lanes of a mask to the front, for one or more vectors: the
+/// compress_table's permutation (at most 8 lanes per vector).
+template <class D>
+class Compressor {
+ public:
+  explicit Compressor(D d) : shifts_(hn::Mul(hn::Iota(du_, 0), hn::Set(du_, 4))) { (void)d; }
+  /// The permutation for `mask`; returns how many lanes it selects.
+  std::size_t select(hn::Mask<D> mask) {
+    std::uint8_t bits[8] = {};
+    hn::StoreMaskBits(D(), mask, bits);
+    const auto lanes = hn::And(hn::Shr(hn::Set(du_, compress_table[bits[0]]), shifts_), hn::Set(du_, 7));
+    indices_ = hn::IndicesFromVec(D(), lanes);
+    return static_cast<std::size_t>(std::popcount(bits[0]));
+  }
+  [[nodiscard]] hn::Vec<D> operator()(hn::Vec<D> v) const { return hn::TableLookupLanes(v, indices_); }
+
+ private:
+  hn::RebindToUnsigned<D> du_;
+  hn::Vec<hn::RebindToUnsigned<D>> shifts_;
+  decltype(hn::IndicesFromVec(D(), hn::Zero(hn::RebindToUnsigned<D>()))) indices_;
+};
+
+std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const SlotTables& tables, Hits& out,
+                       bool* inside) {
+  std::uint64_t* HWY_RESTRICT sets = out.sets;
+  std::uint64_t* HWY_RESTRICT hits = out.hits;
   const hn::ScalableTag<double> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::RebindToUnsigned<decltype(d)> du;
@@ -50,6 +102,8 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
   const auto* near_z = reinterpret_cast<const std::int64_t*>(tables.masks[2]);
   auto index = hn::Iota(du, 0);
   const auto step = hn::Set(du, lanes);
+  Compressor<decltype(d)> compress(d);
+  auto pieces = hn::Zero(du), pairs = hn::Zero(du);
   std::size_t found = 0, k = 0;
   for (; k + lanes <= count; k += lanes) {
     hn::Vec<decltype(d)> x, y, z;
@@ -64,6 +118,8 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
     const auto hit = hn::Or(hn::Or(index, hn::BitCast(du, hn::ShiftLeft<hit_slot_shift(0)>(sx))),
                             hn::BitCast(du, hn::Or(hn::ShiftLeft<hit_slot_shift(1)>(sy),
                                                    hn::ShiftLeft<hit_slot_shift(2)>(sz))));
+    pieces = hn::Or(pieces, set);
+    pairs = hn::Add(pairs, hn::PopulationCount(set));
     hn::CompressStore(hit, some, du, hits + found);
     found += hn::CompressStore(set, some, du, sets + found);
     index = hn::Add(index, step);
@@ -80,10 +136,76 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
     sets[found] = set;
     hits[found] = hit;
     found += set != 0;
+    out.pieces |= set;
+    out.pairs += static_cast<std::size_t>(std::popcount(set));
+  }
+  HWY_ALIGN std::uint64_t lanes_pieces[HWY_MAX_BYTES / 8], lanes_pairs[HWY_MAX_BYTES / 8];
+  hn::Store(pieces, du, lanes_pieces);
+  hn::Store(pairs, du, lanes_pairs);
+  for (std::size_t l = 0; l < lanes; ++l) {
+    out.pieces |= lanes_pieces[l];
+    out.pairs += lanes_pairs[l];
   }
   if (!all_inside) *inside = false;
   return found;
 }
+
+void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, std::size_t first,
+                std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2) {
+  const hn::ScalableTag<double> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto zero = hn::Zero(d), reach2 = hn::Set(d, cutoff2);
+  const auto point = hn::Set(du, 0xffff), base = hn::Set(du, first);
+  // The candidates' coordinates, once, as three arrays (a full vector past
+  // the last: the tail's lanes are masked off).
+  for (std::size_t h = 0; h < n; h += lanes) {
+    // (the lanes past the last hit read the block's first point)
+    const auto index = hn::IfThenElseZero(hn::FirstN(du, n - h), hn::And(hn::LoadU(du, in.hits + h), point));
+    const auto at = hn::BitCast(di, hn::Mul(index, hn::Set(du, 3)));
+    hn::StoreU(hn::GatherIndex(d, xyz, at), d, in.x + h);
+    hn::StoreU(hn::GatherIndex(d, xyz + 1, at), d, in.y + h);
+    hn::StoreU(hn::GatherIndex(d, xyz + 2, at), d, in.z + h);
+  }
+  // Squared distance along one axis from v to [lo, hi] (0 inside), as
+  // distance2() in ghost.cpp: max(max(lo - v, v - hi), 0), squared.
+  const auto along = [&](auto v, auto lo, auto hi) HWY_ATTR {
+    const auto outside = hn::Max(hn::Max(hn::Sub(lo, v), hn::Sub(v, hi)), zero);
+    return hn::Mul(outside, outside);
+  };
+  Compressor<decltype(d)> compress(d);
+  for (; pieces_set; pieces_set &= pieces_set - 1) {
+    const int b = std::countr_zero(pieces_set);
+    const auto bit = hn::Set(du, std::uint64_t{1} << b);
+    const auto code = hn::Set(du, pieces.code[b]);
+    const auto shift_x = hn::Set(d, pieces.shift[0][b]), shift_y = hn::Set(d, pieces.shift[1][b]),
+               shift_z = hn::Set(d, pieces.shift[2][b]);
+    const auto lo_x = hn::Set(d, pieces.lo[0][b]), lo_y = hn::Set(d, pieces.lo[1][b]), lo_z = hn::Set(d, pieces.lo[2][b]);
+    const auto hi_x = hn::Set(d, pieces.hi[0][b]), hi_y = hn::Set(d, pieces.hi[1][b]), hi_z = hn::Set(d, pieces.hi[2][b]);
+    std::uint64_t* HWY_RESTRICT copies = *pieces.copy_end[b];
+    double* HWY_RESTRICT images = (*pieces.position_end[b])->data();
+    for (std::size_t h = 0; h < n; h += lanes) {
+      const auto x = hn::Add(hn::LoadU(d, in.x + h), shift_x), y = hn::Add(hn::LoadU(d, in.y + h), shift_y),
+                 z = hn::Add(hn::LoadU(d, in.z + h), shift_z);
+      // (x, y, z in this order, each product rounded: no fused multiply-add,
+      // see CMakeLists.txt)
+      const auto distance2 = hn::Add(hn::Add(along(x, lo_x, hi_x), along(y, lo_y, hi_y)), along(z, lo_z, hi_z));
+      auto keep = hn::And(hn::RebindMask(d, hn::TestBit(hn::LoadU(du, in.sets + h), bit)), hn::Le(distance2, reach2));
+      if (h + lanes > n) keep = hn::And(keep, hn::FirstN(d, n - h));
+      const auto copy = hn::Or(hn::ShiftLeft<5>(hn::Add(hn::And(hn::LoadU(du, in.hits + h), point), base)), code);
+      const std::size_t kept = compress.select(keep);
+      hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, copy))), du, copies);
+      hn::StoreInterleaved3(compress(x), compress(y), compress(z), d, images);
+      copies += kept;
+      images += 3 * kept;
+    }
+    *pieces.copy_end[b] = copies;
+    *pieces.position_end[b] = reinterpret_cast<Point*>(images);
+  }
+}
+
+std::size_t DoubleLanes() { return hn::Lanes(hn::ScalableTag<double>()); }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace domex::ghost_detail
@@ -92,11 +214,21 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace domex::ghost_detail {
 HWY_EXPORT(Candidates);
+HWY_EXPORT(ExactTests);
+HWY_EXPORT(DoubleLanes);
 
-std::size_t candidates(std::span<const Point> points, const SlotTables& tables, std::uint64_t* sets,
-                       std::uint64_t* hits, bool& inside) {
+std::size_t candidates(std::span<const Point> points, const SlotTables& tables, Hits& out, bool& inside) {
+  out.pieces = 0;
+  out.pairs = 0;
   return HWY_DYNAMIC_DISPATCH(Candidates)(points.empty() ? nullptr : points.data()->data(), points.size(), tables,
-                                          sets, hits, &inside);
+                                          out, &inside);
 }
+
+void exact_tests(std::span<const Point> points, const Hits& in, std::size_t n, std::size_t first,
+                 std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2) {
+  HWY_DYNAMIC_DISPATCH(ExactTests)(points.data()->data(), in, n, first, pieces_set, pieces, cutoff2);
+}
+
+std::size_t double_lanes() { return HWY_DYNAMIC_DISPATCH(DoubleLanes)(); }
 }  // namespace domex::ghost_detail
 #endif

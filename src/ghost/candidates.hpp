@@ -38,13 +38,54 @@ inline std::size_t hit_slot(std::uint64_t hit, int axis) noexcept {
   return static_cast<std::size_t>((hit >> hit_slot_shift(axis)) & ((std::uint64_t{1} << hit_slot_bits) - 1));
 }
 
+/// Where candidates() writes the points with a non-empty set: sets[n] =
+/// set and hits[n] (the hit format above), with the union of the sets and
+/// the sum of their sizes (the (point, piece) pairs to test); x, y, z are
+/// exact_tests()'s room for their coordinates. Every array needs room for a
+/// full vector past the last (16 entries).
+struct Hits {
+  std::uint64_t* sets;
+  std::uint64_t* hits;
+  double *x, *y, *z;
+  std::uint64_t pieces = 0;
+  std::size_t pairs = 0;
+};
+
 /// For each point k (fewer than 2^16): set = masks[0][slot x] &
 /// masks[1][slot y] & masks[2][slot z], slots below 4096. Writes the points
-/// with a non-empty set, in order, as sets[n] = set and hits[n] (the hit
-/// format above), and returns how many; both arrays need room for a full
-/// vector past the last (16 entries). Clears `inside` when a point lies
-/// outside the region or is not finite (its slots are then clamped).
-std::size_t candidates(std::span<const Point> points, const SlotTables& tables, std::uint64_t* sets,
-                       std::uint64_t* hits, bool& inside);
+/// with a non-empty set to `out`, in order, and returns how many. Clears
+/// `inside` when a point lies outside the region or is not finite (its
+/// slots are then clamped).
+std::size_t candidates(std::span<const Point> points, const SlotTables& tables, Hits& out, bool& inside);
+
+/// At most 64 boxes, one per (rank, image), as exact_tests() reads them:
+/// piece b is the box [lo[.][b], hi[.][b]] seen through the shift
+/// shift[.][b]; its copies are coded (index << 5) | code[b], and appended
+/// at *copy_end[b] and *position_end[b] (its bucket's ends: pieces of one
+/// bucket share them), which exact_tests() moves on by what it keeps. It
+/// writes up to a full vector (16 entries) past them.
+struct PieceTable {
+  alignas(64) double lo[3][64];
+  alignas(64) double hi[3][64];
+  alignas(64) double shift[3][64];
+  std::uint64_t code[64];
+  std::uint64_t** copy_end[64];
+  Point** position_end[64];
+};
+
+/// The exact tests of one block's n hits (candidates()'s output for the
+/// points `block`, the particles first, first + 1, ...), piece by piece
+/// for every piece b of `pieces_set`, hits in order: hit h is kept for b
+/// when its set holds b and its image, its point + shift[b], lies within
+/// the cutoff of b's box (squared distance <= cutoff2, summed over
+/// x, y, z in that order, as the scalar test); it is appended as the copy
+/// ((first + hit_point) << 5) | code[b] and the image. Eight (or four)
+/// hits per step, where the scalar loop takes one pair a step: the form for
+/// blocks whose hits share their pieces (particles kept in cell order).
+void exact_tests(std::span<const Point> block, const Hits& in, std::size_t n, std::size_t first,
+                 std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2);
+
+/// The lanes of a double vector on this CPU (exact_tests()'s step).
+std::size_t double_lanes();
 
 }  // namespace domex::ghost_detail
