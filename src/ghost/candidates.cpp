@@ -120,8 +120,10 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
                                                    hn::ShiftLeft<hit_slot_shift(2)>(sz))));
     pieces = hn::Or(pieces, set);
     pairs = hn::Add(pairs, hn::PopulationCount(set));
-    hn::CompressStore(hit, some, du, hits + found);
-    found += hn::CompressStore(set, some, du, sets + found);
+    const std::size_t kept = compress.select(hn::RebindMask(d, some));
+    hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, hit))), du, hits + found);
+    hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, set))), du, sets + found);
+    found += kept;
     index = hn::Add(index, step);
   }
   for (; k < count; ++k) {  // the tail, one at a time
