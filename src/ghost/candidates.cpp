@@ -207,8 +207,6 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
   }
 }
 
-std::size_t DoubleLanes() { return hn::Lanes(hn::ScalableTag<double>()); }
-
 }  // namespace HWY_NAMESPACE
 }  // namespace domex::ghost_detail
 HWY_AFTER_NAMESPACE();
@@ -217,7 +215,6 @@ HWY_AFTER_NAMESPACE();
 namespace domex::ghost_detail {
 HWY_EXPORT(Candidates);
 HWY_EXPORT(ExactTests);
-HWY_EXPORT(DoubleLanes);
 
 std::size_t candidates(std::span<const Point> points, const SlotTables& tables, Hits& out, bool& inside) {
   out.pieces = 0;
@@ -230,7 +227,5 @@ void exact_tests(std::span<const Point> points, const Hits& in, std::size_t n, s
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2) {
   HWY_DYNAMIC_DISPATCH(ExactTests)(points.data()->data(), in, n, first, pieces_set, pieces, cutoff2);
 }
-
-std::size_t double_lanes() { return HWY_DYNAMIC_DISPATCH(DoubleLanes)(); }
 }  // namespace domex::ghost_detail
 #endif

@@ -85,7 +85,5 @@ struct PieceTable {
 void exact_tests(std::span<const Point> block, const Hits& in, std::size_t n, std::size_t first,
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2);
 
-/// The lanes of a double vector on this CPU (exact_tests()'s step).
-std::size_t double_lanes();
 
 }  // namespace domex::ghost_detail

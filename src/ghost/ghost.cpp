@@ -279,7 +279,6 @@ class Finder {
     // The vector exact tests, where every piece has its own (rank, image)
     // and is a box: the pieces' table, with their buckets' ends.
     std::unique_ptr<ghost_detail::PieceTable> table;
-    std::size_t lanes = 0;
     if (words_ == 1 && unique_ && !sectors_) {
       table = std::make_unique<ghost_detail::PieceTable>();
       for (std::size_t b = 0; b < pieces_.size(); ++b) {
@@ -292,7 +291,6 @@ class Finder {
         table->code[b] = static_cast<std::uint64_t>(piece.image);
         std::tie(table->copy_end[b], table->position_end[b]) = ends(piece.bucket);
       }
-      lanes = ghost_detail::double_lanes();
     }
     for (std::size_t first = 0; first < points.size(); first += block) {
       const std::size_t count = std::min(block, points.size() - first);
@@ -313,13 +311,17 @@ class Finder {
       if (table) {
         // Piece by piece over the block's candidates (a vector of them per
         // step) where the (particle, piece) pairs to test are at least 1.5
-        // per step: the candidates share their pieces (particles in cell
-        // order, or a cutoff that makes most of them candidates). A step
-        // costs about 1.35 scalar pairs (1e5 particles per rank, np 2, Xeon:
-        // in random order a cutoff of half a box width has 1.18 pairs per
-        // step and was 10 % slower in vectors, a whole width 2.24 and 20 %
-        // faster; in cell order, 2.2-5 pairs per step).
-        const std::size_t steps = (n + lanes - 1) / lanes * static_cast<std::size_t>(std::popcount(out.pieces));
+        // per step of eight: the candidates share their pieces (particles in
+        // cell order, or a cutoff that makes most of them candidates). A
+        // step costs about 1.35 scalar pairs (1e5 particles per rank, np 2,
+        // Xeon: in random order a cutoff of half a box width has 1.18 pairs
+        // per step and was 10 % slower in vectors, a whole width 2.24 and
+        // 20 % faster; in cell order, 2.2-5 pairs per step). Eight whatever
+        // this CPU's lanes: the choice sets the ghosts' order (piece, then
+        // particle, in such a block), which must not depend on the machine.
+        constexpr std::size_t decision_lanes = 8;
+        const std::size_t steps =
+            (n + decision_lanes - 1) / decision_lanes * static_cast<std::size_t>(std::popcount(out.pieces));
         if (2 * out.pairs >= 3 * steps) {
           ghost_detail::exact_tests(points.subspan(first, count), out, n, first, out.pieces, *table, cutoff2_);
           continue;

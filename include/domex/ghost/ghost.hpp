@@ -16,9 +16,11 @@
 // Field layout: every field has size() entries: the local_count() owned
 // particles in the order the plan was built for, then the ghost_count()
 // ghosts, grouped by source rank (ascending; this rank's own periodic images
-// at its place in that order) and, within a source, in the source's order of
-// (particle index, image). The order is the same whatever the algorithm, so
-// results are deterministic.
+// at its place in that order) and, within a source, by blocks of 256 of the
+// source's particles: in a block, by (particle index, image) or, where the
+// search tests the block's candidates a domain at a time, by (image, particle
+// index). The order depends on the positions, decomposition and cutoff only,
+// not on the algorithm or the SIMD width, so results are deterministic.
 
 #include <domex/comm/comm.hpp>
 #include <domex/decompose/box.hpp>
