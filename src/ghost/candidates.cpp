@@ -162,6 +162,7 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
   const auto point = hn::Set(du, 0xffff), base = hn::Set(du, first);
   // The candidates' coordinates, once, as three arrays (a full vector past
   // the last: the tail's lanes are masked off).
+  // The hits become their copies' particle part, (first + point) << 5.
   for (std::size_t h = 0; h < n; h += lanes) {
     // (the lanes past the last hit read the block's first point)
     const auto index = hn::IfThenElseZero(hn::FirstN(du, n - h), hn::And(hn::LoadU(du, in.hits + h), point));
@@ -169,6 +170,7 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
     hn::StoreU(hn::GatherIndex(d, xyz, at), d, in.x + h);
     hn::StoreU(hn::GatherIndex(d, xyz + 1, at), d, in.y + h);
     hn::StoreU(hn::GatherIndex(d, xyz + 2, at), d, in.z + h);
+    hn::StoreU(hn::ShiftLeft<5>(hn::Add(index, base)), du, in.hits + h);
   }
   // Squared distance along one axis from v to [lo, hi] (0 inside), as
   // distance2() in ghost.cpp: max(max(lo - v, v - hi), 0), squared.
@@ -188,14 +190,16 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
     std::uint64_t* HWY_RESTRICT copies = *pieces.copy_end[b];
     double* HWY_RESTRICT images = (*pieces.position_end[b])->data();
     for (std::size_t h = 0; h < n; h += lanes) {
+      const auto near = hn::RebindMask(d, hn::TestBit(hn::LoadU(du, in.sets + h), bit));
+      if (hn::AllFalse(d, near)) continue;  // (none of these candidates has the piece)
       const auto x = hn::Add(hn::LoadU(d, in.x + h), shift_x), y = hn::Add(hn::LoadU(d, in.y + h), shift_y),
                  z = hn::Add(hn::LoadU(d, in.z + h), shift_z);
       // (x, y, z in this order, each product rounded: no fused multiply-add,
       // see CMakeLists.txt)
       const auto distance2 = hn::Add(hn::Add(along(x, lo_x, hi_x), along(y, lo_y, hi_y)), along(z, lo_z, hi_z));
-      auto keep = hn::And(hn::RebindMask(d, hn::TestBit(hn::LoadU(du, in.sets + h), bit)), hn::Le(distance2, reach2));
+      auto keep = hn::And(near, hn::Le(distance2, reach2));
       if (h + lanes > n) keep = hn::And(keep, hn::FirstN(d, n - h));
-      const auto copy = hn::Or(hn::ShiftLeft<5>(hn::Add(hn::And(hn::LoadU(du, in.hits + h), point), base)), code);
+      const auto copy = hn::Or(hn::LoadU(du, in.hits + h), code);
       const std::size_t kept = compress.select(keep);
       hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, copy))), du, copies);
       hn::StoreInterleaved3(compress(x), compress(y), compress(z), d, images);

@@ -79,11 +79,12 @@ struct PieceTable {
 /// when its set holds b and its image, its point + shift[b], lies within
 /// the cutoff of b's box (squared distance <= cutoff2, summed over
 /// x, y, z in that order, as the scalar test); it is appended as the copy
-/// ((first + hit_point) << 5) | code[b] and the image. Eight (or four)
-/// hits per step, where the scalar loop takes one pair a step: the form for
-/// blocks whose hits share their pieces (particles kept in cell order).
+/// ((first + hit_point) << 5) | code[b] and the image (the hits and x, y,
+/// z are overwritten: the copies' particle part, the coordinates). Eight
+/// (or four) hits per step, where the scalar loop takes one pair a step:
+/// the form for blocks whose hits share their pieces (particles kept in
+/// cell order).
 void exact_tests(std::span<const Point> block, const Hits& in, std::size_t n, std::size_t first,
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2);
-
 
 }  // namespace domex::ghost_detail
