@@ -190,15 +190,15 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
     std::uint64_t* HWY_RESTRICT copies = *pieces.copy_end[b];
     double* HWY_RESTRICT images = (*pieces.position_end[b])->data();
     for (std::size_t h = 0; h < n; h += lanes) {
-      const auto near = hn::RebindMask(d, hn::TestBit(hn::LoadU(du, in.sets + h), bit));
+      auto near = hn::RebindMask(d, hn::TestBit(hn::LoadU(du, in.sets + h), bit));
+      if (h + lanes > n) near = hn::And(near, hn::FirstN(d, n - h));  // (past the last: not candidates)
       if (hn::AllFalse(d, near)) continue;  // (none of these candidates has the piece)
       const auto x = hn::Add(hn::LoadU(d, in.x + h), shift_x), y = hn::Add(hn::LoadU(d, in.y + h), shift_y),
                  z = hn::Add(hn::LoadU(d, in.z + h), shift_z);
       // (x, y, z in this order, each product rounded: no fused multiply-add,
       // see CMakeLists.txt)
       const auto distance2 = hn::Add(hn::Add(along(x, lo_x, hi_x), along(y, lo_y, hi_y)), along(z, lo_z, hi_z));
-      auto keep = hn::And(near, hn::Le(distance2, reach2));
-      if (h + lanes > n) keep = hn::And(keep, hn::FirstN(d, n - h));
+      const auto keep = hn::And(near, hn::Le(distance2, reach2));
       const auto copy = hn::Or(hn::LoadU(du, in.hits + h), code);
       const std::size_t kept = compress.select(keep);
       hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, copy))), du, copies);
