@@ -310,20 +310,21 @@ class Finder {
       tested += n;
       if (table) {
         // Piece by piece over the block's candidates (a vector of them per
-        // step) where the (particle, piece) pairs to test are at least 1.3
-        // per step of eight: the candidates share their pieces (particles in
+        // step) where the (particle, piece) pairs to test are at least 2 per
+        // step of eight: the candidates share their pieces (particles in
         // cell order, or a cutoff that makes most of them candidates). 1e5
-        // particles per rank, np 2, Xeon, random order: at half a box width
-        // uniform particles have 1.18 pairs per step, and were 3-5 % slower
-        // in vectors, clustered ones 1.44, and were 5-10 % faster; at a whole
-        // width, 2.24 pairs per step and 12 % faster; in cell order, 2.2-5
-        // pairs per step. Eight whatever this CPU's lanes: the choice sets
-        // the ghosts' order (piece, then particle, in such a block), which
-        // must not depend on the machine.
+        // particles per rank, np 2, Xeon, pairs per step of eight: in cell
+        // order 2.2-5, and the vector form 1.5-1.9x faster at half a box
+        // width (AVX-512; AVX2 1.5x); in random order 0.7-2.4: at half a
+        // width clustered particles have 1.44, and were 5-10 % faster in
+        // AVX-512 vectors but 20 % slower in AVX2 ones; at a whole width
+        // 2.24, 12 % faster (AVX-512) or even (AVX2). Eight whatever this
+        // CPU's lanes: the choice sets the ghosts' order (piece, then
+        // particle, in such a block), which must not depend on the machine.
         constexpr std::size_t decision_lanes = 8;
         const std::size_t steps =
             (n + decision_lanes - 1) / decision_lanes * static_cast<std::size_t>(std::popcount(out.pieces));
-        if (10 * out.pairs >= 13 * steps) {
+        if (out.pairs >= 2 * steps) {
           ghost_detail::exact_tests(points.subspan(first, count), out, n, first, out.pieces, *table, cutoff2_);
           continue;
         }
