@@ -185,8 +185,10 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
     const auto code = hn::Set(du, pieces.code[b]);
     const auto shift_x = hn::Set(d, pieces.shift[0][b]), shift_y = hn::Set(d, pieces.shift[1][b]),
                shift_z = hn::Set(d, pieces.shift[2][b]);
-    const auto lo_x = hn::Set(d, pieces.lo[0][b]), lo_y = hn::Set(d, pieces.lo[1][b]), lo_z = hn::Set(d, pieces.lo[2][b]);
-    const auto hi_x = hn::Set(d, pieces.hi[0][b]), hi_y = hn::Set(d, pieces.hi[1][b]), hi_z = hn::Set(d, pieces.hi[2][b]);
+    const auto lo_x = hn::Set(d, pieces.lo[0][b]), lo_y = hn::Set(d, pieces.lo[1][b]),
+               lo_z = hn::Set(d, pieces.lo[2][b]);
+    const auto hi_x = hn::Set(d, pieces.hi[0][b]), hi_y = hn::Set(d, pieces.hi[1][b]),
+               hi_z = hn::Set(d, pieces.hi[2][b]);
     std::uint64_t* HWY_RESTRICT copies = *pieces.copy_end[b];
     double* HWY_RESTRICT images = (*pieces.position_end[b])->data();
     for (std::size_t h = 0; h < n; h += lanes) {

@@ -261,8 +261,8 @@ class Finder {
   /// made it larger: called, the one-pair-at-a-time path was 10-15 % slower,
   /// 1e5 particles per rank in random order, np 2.)
   template <class Found, class Prepare, class Ends>
-  [[gnu::always_inline]] std::optional<std::size_t> find_all(std::span<const Point> points, Found&& found, Prepare&& prepare,
-                                      Ends&& ends) const {
+  [[gnu::always_inline]] std::optional<std::size_t> find_all(std::span<const Point> points, Found&& found,
+                                                             Prepare&& prepare, Ends&& ends) const {
     std::size_t tested = 0;
     constexpr std::size_t block = 256;
     // (a full vector past the last; aligned: a vector store across two cache lines is two)
