@@ -95,7 +95,14 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
   // targets, is made 0 first: the gathers stay inside the tables.)
   const auto slot = [&](auto v, auto origin, auto inverse, auto last) HWY_ATTR {
     const auto at = hn::Mul(hn::Sub(v, origin), inverse);
-    return hn::ConvertTo(di, hn::Min(hn::Max(hn::IfThenZeroElse(hn::IsNaN(at), at), zero), last));
+    const auto clamped = hn::Min(hn::Max(hn::IfThenZeroElse(hn::IsNaN(at), at), zero), last);
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3
+    // (no double -> int64 conversion before AVX-512: Highway's emulation
+    // took about a tenth of the pass; slots are below 4096, int32 holds them)
+    return hn::PromoteTo(di, hn::DemoteTo(hn::Rebind<std::int32_t, decltype(di)>(), clamped));
+#else
+    return hn::ConvertTo(di, clamped);
+#endif
   };
   const auto* near_x = reinterpret_cast<const std::int64_t*>(tables.masks[0]);
   const auto* near_y = reinterpret_cast<const std::int64_t*>(tables.masks[1]);
