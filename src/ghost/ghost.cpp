@@ -255,8 +255,8 @@ class Finder {
   /// ends of their buckets (ends(bucket): the two end pointers) without
   /// found(): piece by piece, in particle order within each. At 1e5 uniform
   /// particles per rank in cell order, np 2, cutoff half a box width
-  /// (311,019 ghosts per rank), the rebuild went from 3.7-4.0 to 2.1-2.3 ms
-  /// (2026-11-28, Xeon, domex-bench ghost --order cells).
+  /// (311,019 ghosts per rank), the rebuild went from 3.2-4.3 to 1.9-2.5 ms
+  /// (2026-11-28, Xeon, domex-bench ghost --order cells; docs/performance.md).
   /// (Inlined into the build's search, as it was before the vector tests
   /// made it larger: called, the one-pair-at-a-time path was 10-15 % slower,
   /// 1e5 particles per rank in random order, np 2.)
