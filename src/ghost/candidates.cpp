@@ -4,7 +4,9 @@
 // table). Highway's dynamic dispatch (AVX-512 on Zen 4 and Xeon, AVX2 on
 // Zen 3): eight or four particles per step, where the scalar loop took
 // about 35 instructions per particle. Only the particles with a candidate
-// are kept (compressed stores), for the exact tests: in ghost.cpp one
+// are kept (moved to the front by a table's permutation, then whole vectors
+// stored: Highway 1.0.3's own compress is slow, see compress_table), for
+// the exact tests: in ghost.cpp one
 // (particle, piece) pair at a time, or here, piece by piece over a block's
 // candidates, a vector of them per step.
 #undef HWY_TARGET_INCLUDE
@@ -48,27 +50,28 @@ namespace domex::ghost_detail {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Moves the lanes of a mask to the front, for one or more vectors: the
-/// compress_table's permutation (at most 8 lanes per vector).
+/// The permutation that moves the lanes of `mask` to the front, for
+/// TableLookupLanes; sets `kept` to how many. One permutation of doubles
+/// serves every vector of a step: integer data (copies, sets, hits) is
+/// moved as doubles' bit patterns (BitCast), without a second permutation.
+/// x86 and NEON (at most 8 lanes): the compress_table above. Scalable
+/// vectors (SVE, RVV), where the table is too short: Highway's Compress of
+/// the lanes' indices.
 template <class D>
-class Compressor {
- public:
-  explicit Compressor(D d) : shifts_(hn::Mul(hn::Iota(du_, 0), hn::Set(du_, 4))) { (void)d; }
-  /// The permutation for `mask`; returns how many lanes it selects.
-  std::size_t select(hn::Mask<D> mask) {
-    std::uint8_t bits[8] = {};
-    hn::StoreMaskBits(D(), mask, bits);
-    const auto lanes = hn::And(hn::Shr(hn::Set(du_, compress_table[bits[0]]), shifts_), hn::Set(du_, 7));
-    indices_ = hn::IndicesFromVec(D(), lanes);
-    return static_cast<std::size_t>(std::popcount(bits[0]));
-  }
-  [[nodiscard]] hn::Vec<D> operator()(hn::Vec<D> v) const { return hn::TableLookupLanes(v, indices_); }
-
- private:
-  hn::RebindToUnsigned<D> du_;
-  hn::Vec<hn::RebindToUnsigned<D>> shifts_;
-  decltype(hn::IndicesFromVec(D(), hn::Zero(hn::RebindToUnsigned<D>()))) indices_;
-};
+HWY_INLINE auto CompressIndices(D d, hn::Mask<D> mask, std::size_t& kept) {
+  const hn::RebindToUnsigned<D> du;
+#if HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128 || \
+    HWY_TARGET == HWY_RVV
+  kept = hn::CountTrue(d, mask);
+  return hn::IndicesFromVec(d, hn::Compress(hn::Iota(du, 0), hn::RebindMask(du, mask)));
+#else
+  std::uint8_t bits[8] = {};
+  hn::StoreMaskBits(d, mask, bits);
+  kept = static_cast<std::size_t>(std::popcount(bits[0]));
+  const auto lanes = hn::Shr(hn::Set(du, compress_table[bits[0]]), hn::ShiftLeft<2>(hn::Iota(du, 0)));
+  return hn::IndicesFromVec(d, hn::And(lanes, hn::Set(du, 7)));
+#endif
+}
 
 std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const SlotTables& tables, Hits& out,
                        bool* inside) {
@@ -109,7 +112,6 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
   const auto* near_z = reinterpret_cast<const std::int64_t*>(tables.masks[2]);
   auto index = hn::Iota(du, 0);
   const auto step = hn::Set(du, lanes);
-  Compressor<decltype(d)> compress(d);
   auto pieces = hn::Zero(du), pairs = hn::Zero(du);
   std::size_t found = 0, k = 0;
   for (; k + lanes <= count; k += lanes) {
@@ -127,9 +129,10 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
                                                    hn::ShiftLeft<hit_slot_shift(2)>(sz))));
     pieces = hn::Or(pieces, set);
     pairs = hn::Add(pairs, hn::PopulationCount(set));
-    const std::size_t kept = compress.select(hn::RebindMask(d, some));
-    hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, hit))), du, hits + found);
-    hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, set))), du, sets + found);
+    std::size_t kept = 0;
+    const auto to_front = CompressIndices(d, hn::RebindMask(d, some), kept);
+    hn::StoreU(hn::BitCast(du, hn::TableLookupLanes(hn::BitCast(d, hit), to_front)), du, hits + found);
+    hn::StoreU(hn::BitCast(du, hn::TableLookupLanes(hn::BitCast(d, set), to_front)), du, sets + found);
     found += kept;
     index = hn::Add(index, step);
   }
@@ -159,14 +162,14 @@ std::size_t Candidates(const double* HWY_RESTRICT xyz, std::size_t count, const 
   return found;
 }
 
-void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, std::size_t first,
+void ExactTests(const double* HWY_RESTRICT xyz, Hits& in, std::size_t n, std::size_t first,
                 std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2) {
   const hn::ScalableTag<double> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::RebindToUnsigned<decltype(d)> du;
   const std::size_t lanes = hn::Lanes(d);
   const auto zero = hn::Zero(d), reach2 = hn::Set(d, cutoff2);
-  const auto point = hn::Set(du, 0xffff), base = hn::Set(du, first);
+  const auto point = hn::Set(du, hit_point_mask), base = hn::Set(du, first);
   // The candidates' coordinates, once, as three arrays (a full vector past
   // the last: the tail's lanes are masked off).
   // The hits become their copies' particle part, (first + point) << 5.
@@ -185,7 +188,6 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
     const auto outside = hn::Max(hn::Max(hn::Sub(lo, v), hn::Sub(v, hi)), zero);
     return hn::Mul(outside, outside);
   };
-  Compressor<decltype(d)> compress(d);
   for (; pieces_set; pieces_set &= pieces_set - 1) {
     const int b = std::countr_zero(pieces_set);
     const auto bit = hn::Set(du, std::uint64_t{1} << b);
@@ -209,9 +211,11 @@ void ExactTests(const double* HWY_RESTRICT xyz, const Hits& in, std::size_t n, s
       const auto distance2 = hn::Add(hn::Add(along(x, lo_x, hi_x), along(y, lo_y, hi_y)), along(z, lo_z, hi_z));
       const auto keep = hn::And(near, hn::Le(distance2, reach2));
       const auto copy = hn::Or(hn::LoadU(du, in.hits + h), code);
-      const std::size_t kept = compress.select(keep);
-      hn::StoreU(hn::BitCast(du, compress(hn::BitCast(d, copy))), du, copies);
-      hn::StoreInterleaved3(compress(x), compress(y), compress(z), d, images);
+      std::size_t kept = 0;
+      const auto to_front = CompressIndices(d, keep, kept);
+      hn::StoreU(hn::BitCast(du, hn::TableLookupLanes(hn::BitCast(d, copy), to_front)), du, copies);
+      hn::StoreInterleaved3(hn::TableLookupLanes(x, to_front), hn::TableLookupLanes(y, to_front),
+                            hn::TableLookupLanes(z, to_front), d, images);
       copies += kept;
       images += 3 * kept;
     }
@@ -236,9 +240,9 @@ std::size_t candidates(std::span<const Point> points, const SlotTables& tables, 
                                           out, &inside);
 }
 
-void exact_tests(std::span<const Point> points, const Hits& in, std::size_t n, std::size_t first,
+void exact_tests(std::span<const Point> block, Hits& in, std::size_t n, std::size_t first,
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2) {
-  HWY_DYNAMIC_DISPATCH(ExactTests)(points.data()->data(), in, n, first, pieces_set, pieces, cutoff2);
+  HWY_DYNAMIC_DISPATCH(ExactTests)(block.data()->data(), in, n, first, pieces_set, pieces, cutoff2);
 }
 }  // namespace domex::ghost_detail
 #endif

@@ -33,7 +33,8 @@ inline std::size_t slot_of(double v, double origin, double inverse, double last)
 /// its three slots (12 bits each: slots below 4096).
 constexpr int hit_slot_bits = 12;
 constexpr int hit_slot_shift(int axis) noexcept { return 16 + hit_slot_bits * axis; }
-inline std::size_t hit_point(std::uint64_t hit) noexcept { return static_cast<std::size_t>(hit & 0xffff); }
+constexpr std::uint64_t hit_point_mask = 0xffff;
+inline std::size_t hit_point(std::uint64_t hit) noexcept { return static_cast<std::size_t>(hit & hit_point_mask); }
 inline std::size_t hit_slot(std::uint64_t hit, int axis) noexcept {
   return static_cast<std::size_t>((hit >> hit_slot_shift(axis)) & ((std::uint64_t{1} << hit_slot_bits) - 1));
 }
@@ -42,7 +43,7 @@ inline std::size_t hit_slot(std::uint64_t hit, int axis) noexcept {
 /// set and hits[n] (the hit format above), with the union of the sets and
 /// the sum of their sizes (the (point, piece) pairs to test); x, y, z are
 /// exact_tests()'s room for their coordinates. Every array needs room for a
-/// full vector past the last (16 entries).
+/// full vector past the last (16 entries: vectors of up to 1024 bits).
 struct Hits {
   std::uint64_t* sets;
   std::uint64_t* hits;
@@ -80,11 +81,12 @@ struct PieceTable {
 /// the cutoff of b's box (squared distance <= cutoff2, summed over
 /// x, y, z in that order, as the scalar test); it is appended as the copy
 /// ((first + hit_point) << 5) | code[b] and the image (the hits and x, y,
-/// z are overwritten: the copies' particle part, the coordinates). Eight
-/// (or four) hits per step, where the scalar loop takes one pair a step:
+/// z are overwritten: the copies' particle part, the coordinates). Eight,
+/// four or two hits per step (AVX-512, AVX2, SSE4), where the scalar loop
+/// takes one pair a step:
 /// the form for blocks whose hits share their pieces (particles kept in
 /// cell order).
-void exact_tests(std::span<const Point> block, const Hits& in, std::size_t n, std::size_t first,
+void exact_tests(std::span<const Point> block, Hits& in, std::size_t n, std::size_t first,
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2);
 
 }  // namespace domex::ghost_detail

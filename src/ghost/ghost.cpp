@@ -240,7 +240,8 @@ class Finder {
 
   /// Calls found(i, image, piece, true) once for every particle i and
   /// every (rank, image) with a piece within the cutoff of it (image =
-  /// points[i] + piece.shift), in particle order, then piece order; found
+  /// points[i] + piece.shift), in particle order, then piece order (but
+  /// for the blocks exact_tests() takes, below); found
   /// returns false for a repeat (rank, image) it already holds. Some pieces
   /// beyond the cutoff are offered too, as found(..., false), to be
   /// dropped. prepare(n) comes before each block of n particles. Returns
@@ -332,9 +333,11 @@ class Finder {
       for (std::size_t h = 0; h < n; ++h) {
         const std::uint64_t hit = hits[h];
         const std::size_t i = first + ghost_detail::hit_point(hit);
-        exact(i, points[i], sets[h],
-              sure_at(ghost_detail::hit_slot(hit, 0), ghost_detail::hit_slot(hit, 1), ghost_detail::hit_slot(hit, 2)),
-              0, found);
+        const std::uint64_t sure =  // (unique boxes: the distance decides, see exact())
+            unique_ ? 0
+                    : sure_at(ghost_detail::hit_slot(hit, 0), ghost_detail::hit_slot(hit, 1),
+                              ghost_detail::hit_slot(hit, 2));
+        exact(i, points[i], sets[h], sure, 0, found);
       }
     }
     return tested;
@@ -383,14 +386,16 @@ class Finder {
       // branch hangs on a verdict (near the cutoff a coin toss for the
       // predictor: 29 ns per exact test with the branches, 1e5 particles,
       // cutoff 0.1 width, np 2).
+      // The distance alone decides, not the sure bit: exactly the vector
+      // tests' verdict (ExactTests), whichever way a block goes (the sure
+      // sets hold for the slots up to a rounding slack, which a huge period
+      // against a small cutoff could exceed).
+      (void)sure;
       for (; set; set &= set - 1) {
         const int bit = std::countr_zero(set);
         const Piece& piece = pieces_[w * 64 + static_cast<std::size_t>(bit)];
         const Point image{p[0] + piece.shift[0], p[1] + piece.shift[1], p[2] + piece.shift[2]};
-        // (measured even when sure: a short-circuit `||` became a branch on
-        // the sure bit, which 45 % of the offers have at 0.5 width)
-        const unsigned within = distance2(image, piece.real) <= cutoff2_;
-        found(i, image, piece, ((static_cast<unsigned>(sure >> bit) & 1u) | within) != 0);
+        found(i, image, piece, distance2(image, piece.real) <= cutoff2_);
       }
       return;
     }

@@ -18,9 +18,10 @@
 // ghosts, grouped by source rank (ascending; this rank's own periodic images
 // at its place in that order) and, within a source, by blocks of 256 of the
 // source's particles: in a block, by (particle index, image) or, where the
-// search tests the block's candidates a domain at a time, by (image, particle
-// index). The order depends on the positions, decomposition and cutoff only,
-// not on the algorithm or the SIMD width, so results are deterministic.
+// search tests the block's candidates a domain at a time, domain by domain (a
+// multisection's: by image), then by particle index. The order depends on the
+// positions, decomposition and cutoff only, not on the algorithm or the SIMD
+// width, so results are deterministic.
 
 #include <domex/comm/comm.hpp>
 #include <domex/decompose/box.hpp>
