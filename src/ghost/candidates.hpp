@@ -39,11 +39,15 @@ inline std::size_t hit_slot(std::uint64_t hit, int axis) noexcept {
   return static_cast<std::size_t>((hit >> hit_slot_shift(axis)) & ((std::uint64_t{1} << hit_slot_bits) - 1));
 }
 
+/// Entries the vector code may write past the last of an array: a full
+/// vector of 64-bit lanes, up to 1024 bits.
+constexpr std::size_t vector_slack = 16;
+
 /// Where candidates() writes the points with a non-empty set: sets[n] =
 /// set and hits[n] (the hit format above), with the union of the sets and
 /// the sum of their sizes (the (point, piece) pairs to test); x, y, z are
-/// exact_tests()'s room for their coordinates. Every array needs room for a
-/// full vector past the last (16 entries: vectors of up to 1024 bits).
+/// exact_tests()'s room for their coordinates. Every array needs room for
+/// vector_slack entries past the last.
 struct Hits {
   std::uint64_t* sets;
   std::uint64_t* hits;
@@ -64,7 +68,7 @@ std::size_t candidates(std::span<const Point> points, const SlotTables& tables, 
 /// shift[.][b]; its copies are coded (index << 5) | code[b], and appended
 /// at *copy_end[b] and *position_end[b] (its bucket's ends: pieces of one
 /// bucket share them), which exact_tests() moves on by what it keeps. It
-/// writes up to a full vector (16 entries) past them.
+/// writes up to vector_slack entries past them.
 struct PieceTable {
   alignas(64) double lo[3][64];
   alignas(64) double hi[3][64];
@@ -83,9 +87,8 @@ struct PieceTable {
 /// ((first + hit_point) << 5) | code[b] and the image (the hits and x, y,
 /// z are overwritten: the copies' particle part, the coordinates). Eight,
 /// four or two hits per step (AVX-512, AVX2, SSE4), where the scalar loop
-/// takes one pair a step:
-/// the form for blocks whose hits share their pieces (particles kept in
-/// cell order).
+/// takes one pair a step: the form for blocks whose hits share their pieces
+/// (particles kept in cell order).
 void exact_tests(std::span<const Point> block, Hits& in, std::size_t n, std::size_t first,
                  std::uint64_t pieces_set, const PieceTable& pieces, double cutoff2);
 

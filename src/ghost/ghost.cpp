@@ -169,9 +169,10 @@ static_assert(max_slots <= (1L << ghost_detail::hit_slot_bits), "a slot must fit
 /// the cutoff) overlaps the slot along that axis. A particle's candidates
 /// are the intersection of its three slots' sets: empty for an interior
 /// particle (three loads from tables that stay in L1), else a superset of
-/// the pieces within the cutoff. Two more sets per axis and slot decide
-/// most candidates without a distance test (sure_at()); the rest are
-/// tested exactly. The tables replaced a 3-D grid of piece lists (a cell
+/// the pieces within the cutoff. Where a (rank, image) has several box
+/// pieces (bucket runs), two more sets per axis and slot decide most
+/// candidates without a distance test (sure_at()); the rest are tested
+/// exactly. The tables replaced a 3-D grid of piece lists (a cell
 /// per particle, two dependent look-ups that missed the cache, and 240 us
 /// to build at 1e5 particles): at 1e5 uniform particles per rank, np 2,
 /// cutoff 0.1 width, the search went from 2.1-2.6 to 1.3-1.6 ms
@@ -185,6 +186,7 @@ class Finder {
     std::transform(pieces_.begin(), pieces_.end(), keys.begin(), key_of);
     std::sort(keys.begin(), keys.end());
     unique_ = std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+    sure_sets_ = !sectors && !unique_;  // (unique boxes: the distance alone decides, see exact())
     for (int a = 0; a < 3; ++a) {
       // Slots of an eighth of the cutoff, at most 4096 per axis: the sets
       // overreach by at most a slot, and a particle whose slot straddles a
@@ -204,8 +206,8 @@ class Finder {
       last_[a] = static_cast<double>(slots_[a] - 1);
       const std::size_t cells = static_cast<std::size_t>(slots_[a]) * words_;
       masks_[a].assign(cells, 0);
-      inside_[a].assign(sectors ? 0 : cells, 0);
-      sure_[a].assign(sectors ? 0 : cells, 0);
+      inside_[a].assign(sure_sets_ ? cells : 0, 0);
+      sure_[a].assign(sure_sets_ ? cells : 0, 0);
       // A slot's coordinates, widened by what rounding in slot() can move a
       // point across its edges.
       const double width = extent / static_cast<double>(slots_[a]);
@@ -220,7 +222,7 @@ class Finder {
         const std::uint64_t bit = std::uint64_t{1} << (n % 64);
         for (std::size_t k = lo; k <= hi; ++k) {
           masks_[a][k * words_ + word] |= bit;
-          if (sectors) continue;
+          if (!sure_sets_) continue;
           const double first = grid_.lo[a] + static_cast<double>(k) * width - slack;
           const double last = (k + 1 == static_cast<std::size_t>(slots_[a]) ? grid_.hi[a]
                                                                              : first + slack + width) + slack;
@@ -267,8 +269,8 @@ class Finder {
     std::size_t tested = 0;
     constexpr std::size_t block = 256;
     // (a full vector past the last; aligned: a vector store across two cache lines is two)
-    alignas(64) std::array<std::uint64_t, block + 16> sets, hits;
-    alignas(64) std::array<double, block + 16> hit_x, hit_y, hit_z;
+    alignas(64) std::array<std::uint64_t, block + ghost_detail::vector_slack> sets, hits;
+    alignas(64) std::array<double, block + ghost_detail::vector_slack> hit_x, hit_y, hit_z;
     ghost_detail::Hits out{sets.data(), hits.data(), hit_x.data(), hit_y.data(), hit_z.data()};
     const ghost_detail::SlotTables tables{
         .lo = {region_.lo[0], region_.lo[1], region_.lo[2]},
@@ -333,11 +335,9 @@ class Finder {
       for (std::size_t h = 0; h < n; ++h) {
         const std::uint64_t hit = hits[h];
         const std::size_t i = first + ghost_detail::hit_point(hit);
-        const std::uint64_t sure =  // (unique boxes: the distance decides, see exact())
-            unique_ ? 0
-                    : sure_at(ghost_detail::hit_slot(hit, 0), ghost_detail::hit_slot(hit, 1),
-                              ghost_detail::hit_slot(hit, 2));
-        exact(i, points[i], sets[h], sure, 0, found);
+        exact(i, points[i], sets[h],
+              sure_at(ghost_detail::hit_slot(hit, 0), ghost_detail::hit_slot(hit, 1), ghost_detail::hit_slot(hit, 2)),
+              0, found);
       }
     }
     return tested;
@@ -355,9 +355,9 @@ class Finder {
   /// The pieces (of word w) certainly within the cutoff of every point of
   /// the slots x, y, z: inside a piece along two axes and nearer than the
   /// cutoff along the third, so the distance is at most the cutoff (boxes
-  /// only: none for sectors).
+  /// repeating a (rank, image) only: none for sectors and unique boxes).
   std::uint64_t sure_at(std::size_t x, std::size_t y, std::size_t z, std::size_t w = 0) const noexcept {
-    if (sectors_) return 0;
+    if (!sure_sets_) return 0;
     x = x * words_ + w, y = y * words_ + w, z = z * words_ + w;
     const std::uint64_t inside_x = inside_[0][x], inside_y = inside_[1][y], inside_z = inside_[2][z];
     return (sure_[0][x] & inside_y & inside_z) | (inside_x & sure_[1][y] & inside_z) |
@@ -389,8 +389,7 @@ class Finder {
       // The distance alone decides, not the sure bit: exactly the vector
       // tests' verdict (ExactTests), whichever way a block goes (the sure
       // sets hold for the slots up to a rounding slack, which a huge period
-      // against a small cutoff could exceed).
-      (void)sure;
+      // against a small cutoff could exceed; they are not built for them).
       for (; set; set &= set - 1) {
         const int bit = std::countr_zero(set);
         const Piece& piece = pieces_[w * 64 + static_cast<std::size_t>(bit)];
@@ -437,8 +436,9 @@ class Finder {
   long slots_[3] = {1, 1, 1};
   double inverse_slot_[3] = {0, 0, 0}, last_[3] = {0, 0, 0};
   std::vector<std::uint64_t> masks_[3];
-  /// Per axis and slot, boxes only: the pieces whose extent along the axis
-  /// holds the whole slot, and those nearer than the cutoff to all of it.
+  /// Per axis and slot, where sure_sets_: the pieces whose extent along the
+  /// axis holds the whole slot, and those nearer than the cutoff to all of it.
+  bool sure_sets_ = false;
   std::vector<std::uint64_t> inside_[3], sure_[3];
 };
 
@@ -969,7 +969,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
       for (std::size_t b = 0; b < bucket_ranks.size(); ++b) {
         Bucket& bucket = buckets[b];
         const std::size_t count = bucket.count();
-        const std::size_t need = count + particles * bucket.most + 16;  // (vector stores: a full vector past)
+        const std::size_t need = count + particles * bucket.most + ghost_detail::vector_slack;
         if (bucket.copies.size() >= need) continue;
         bucket.copies.resize(std::max(need, 2 * bucket.copies.size()));
         bucket.positions.resize(bucket.copies.size());
