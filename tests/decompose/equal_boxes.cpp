@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <random>
 
 namespace {
@@ -36,7 +37,9 @@ TEST(EqualBoxes, AreMultisectionsStartingBoxesAndOwners) {
         EXPECT_EQ(equal.box(r).lo[a], decomposition.box(r).lo[a]) << "rank " << r << " axis " << a;
         EXPECT_EQ(equal.box(r).hi[a], decomposition.box(r).hi[a]) << "rank " << r << " axis " << a;
       }
-    std::mt19937_64 random(11 + static_cast<std::uint64_t>(comm.rank()));
+    constexpr std::uint64_t seed = 11;  // (plus the rank)
+    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+    std::mt19937_64 random(seed + static_cast<std::uint64_t>(comm.rank()));
     std::uniform_real_distribution<double> u(-0.5, 1.5);  // periodic images too
     for (int n = 0; n < 20000; ++n) {
       const Point p{u(random), u(random), u(random)};
