@@ -440,6 +440,7 @@ void run_ghost(const GhostBenchOptions& options) {
                       {"ghosts", r.stats.ghosts},
                       {"send_ranks", r.stats.send_ranks},
                       {"boundary", r.stats.boundary},
+                      {"vector_blocks", r.stats.vector_blocks},
                       {"bytes_sent", r.bytes_sent},
                       {"rebuild_s", measured(r.rebuild)},
                       {"update_s", measured(r.update)},

@@ -240,6 +240,12 @@ class Finder {
   /// particle then never finds one twice.
   [[nodiscard]] bool unique() const noexcept { return unique_; }
 
+  /// What a search counted: the particles with a candidate piece (the rest
+  /// are interior), and the blocks that went to exact_tests().
+  struct Searched {
+    std::size_t tested = 0, vector_blocks = 0;
+  };
+
   /// Calls found(i, image, piece, true) once for every particle i and
   /// every (rank, image) with a piece within the cutoff of it (image =
   /// points[i] + piece.shift), in particle order, then piece order (but
@@ -247,9 +253,10 @@ class Finder {
   /// returns false for a repeat (rank, image) it already holds. Some pieces
   /// beyond the cutoff are offered too, as found(..., false), to be
   /// dropped. prepare(n) comes before each block of n particles. Returns
-  /// how many particles had a candidate (the rest are interior), or
-  /// nothing, early, when a point lies outside the region or is not finite
-  /// (the search then holds for no point). Blocks of particles go in two
+  /// how many particles had a candidate (the rest are interior) and how
+  /// many blocks went to exact_tests(), or nothing, early, when a point
+  /// lies outside the region or is not finite (the search then holds for
+  /// no point). Blocks of particles go in two
   /// passes: their candidate sets (candidates(): vector code, no branch),
   /// then, for the few that have any, the candidates sure from the slots
   /// and the exact tests of the others. Where every piece is a box with its
@@ -264,9 +271,9 @@ class Finder {
   /// made it larger: called, the one-pair-at-a-time path was 10-15 % slower,
   /// 1e5 particles per rank in random order, np 2.)
   template <class Found, class Prepare, class Ends>
-  [[gnu::always_inline]] std::optional<std::size_t> find_all(std::span<const Point> points, Found&& found,
-                                                             Prepare&& prepare, Ends&& ends) const {
-    std::size_t tested = 0;
+  [[gnu::always_inline]] std::optional<Searched> find_all(std::span<const Point> points, Found&& found,
+                                                          Prepare&& prepare, Ends&& ends) const {
+    std::size_t tested = 0, vector_blocks = 0;
     constexpr std::size_t block = 256;
     // (a full vector past the last; aligned: a vector store across two cache lines is two)
     alignas(64) std::array<std::uint64_t, block + ghost_detail::vector_slack> sets, hits;
@@ -329,6 +336,7 @@ class Finder {
             (n + decision_lanes - 1) / decision_lanes * static_cast<std::size_t>(std::popcount(out.pieces));
         if (out.pairs >= 2 * steps) {
           ghost_detail::exact_tests(points.subspan(first, count), out, n, first, out.pieces, *table, cutoff2_);
+          ++vector_blocks;
           continue;
         }
       }
@@ -340,7 +348,7 @@ class Finder {
               0, found);
       }
     }
-    return tested;
+    return Searched{tested, vector_blocks};
   }
 
  private:
@@ -929,7 +937,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   // outside the region.
   std::vector<Bucket>& buckets = scratch.buckets;
   std::vector<int> bucket_ranks;  // ascending
-  std::size_t boundary = 0;
+  Finder::Searched searched_counts;
   auto search = [&](const Box& region, std::span<const Point> points) {
     bucket_ranks.clear();
     if (points.empty()) return true;
@@ -980,7 +988,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     auto ends = [&](std::size_t b) { return std::pair(&buckets[b].copy_end, &buckets[b].position_end); };
     const auto found_any = finder.find_all(points, found, prepare, ends);
     if (!found_any) bucket_ranks.clear();
-    boundary = found_any.value_or(0);
+    searched_counts = found_any.value_or(Finder::Searched{});
     return found_any.has_value();
   };
 
@@ -1168,7 +1176,8 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   stats.local = local;
   stats.ghosts = ghost_positions.size();
   stats.sent = sent;
-  stats.boundary = boundary;
+  stats.boundary = searched_counts.tested;
+  stats.vector_blocks = searched_counts.vector_blocks;
   stats.send_ranks = static_cast<std::size_t>(std::count_if(destinations.begin(), destinations.end(),
                                                             [me](int r) { return r != me; }));
   stats.receive_ranks =

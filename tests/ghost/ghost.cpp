@@ -257,6 +257,7 @@ TEST(GhostPlan, CylindricalMultisectionEqualsBruteForce) {
       const auto expected = brute_force(comm, mine, cartesian, {false, false, periodic_z}, cutoff,
                                         [&](const Point& q) { return sector_distance(q, own); });
       expect_same_ghosts(plan_ghosts(plan, mine), expected);
+      EXPECT_EQ(plan.stats().vector_blocks, 0U);  // (sectors: one (particle, piece) pair at a time)
     }
   }
 }
@@ -708,11 +709,21 @@ TEST(GhostPlan, ParticlesInCellOrderEqualBruteForceOnEverySimdTarget) {
   for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) targets |= target;
   targets = comm.allreduce(targets, MPI_BAND);
   std::map<int, std::vector<Point>> first_target;  // per case: the ghosts, in order, with the first target
+  std::map<int, std::size_t> first_blocks;         // per case: the blocks that went the vector way
+  // The same blocks go the vector way on every target (the choice counts
+  // steps of eight lanes whatever the CPU's width).
+  auto same_blocks = [&](int case_number, std::size_t blocks) {
+    const auto [first, made] = first_blocks.try_emplace(case_number, blocks);
+    if (!made) {
+      EXPECT_EQ(blocks, first->second);
+    }
+  };
   for (std::int64_t left = targets; left != 0; left &= left - 1) {
     const std::int64_t target = left & -left;
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
     int case_number = 0;
+    std::size_t cell_order_blocks = 0;  // over the multisection cases
     for (const double cutoff : {0.04, 0.2, 0.5}) {
       for (const std::array<bool, 3> periodic : {std::array<bool, 3>{true, true, true}, {false, true, false}}) {
         SCOPED_TRACE("cutoff " + std::to_string(cutoff) + " periodic " + std::to_string(periodic[0]) +
@@ -745,6 +756,8 @@ TEST(GhostPlan, ParticlesInCellOrderEqualBruteForceOnEverySimdTarget) {
         domex::GhostPlan cell_order(comm, decomposition, std::span<const Point>(sorted.x), {.cutoff = cutoff});
         expect_same_ghosts(plan_ghosts(cell_order, sorted), expected);
         EXPECT_EQ(cell_order.stats().sent, random_order.stats().sent);
+        cell_order_blocks += cell_order.stats().vector_blocks;
+        same_blocks(case_number, cell_order.stats().vector_blocks);
         // The order of the ghosts does not depend on the SIMD width.
         const auto ghosts = cell_order.ghost_positions();
         const auto [first, made] = first_target.try_emplace(case_number++, ghosts.begin(), ghosts.end());
@@ -753,6 +766,9 @@ TEST(GhostPlan, ParticlesInCellOrderEqualBruteForceOnEverySimdTarget) {
         }
       }
     }
+    // (the vector path was taken: at the largest cutoff most particles of a
+    // block are candidates with the same pieces)
+    EXPECT_GT(cell_order_blocks, 0U);
     // A bucket decomposition in slabs (one bucket across y and z): one
     // piece per (rank, image), so its blocks can go the vector way too.
     {
@@ -783,6 +799,8 @@ TEST(GhostPlan, ParticlesInCellOrderEqualBruteForceOnEverySimdTarget) {
       });
       domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = cutoff});
       expect_same_ghosts(plan_ghosts(plan, mine), expected);
+      EXPECT_GT(plan.stats().vector_blocks, 0U);
+      same_blocks(case_number, plan.stats().vector_blocks);
       const auto ghosts = plan.ghost_positions();
       const auto [first, made] = first_target.try_emplace(case_number++, ghosts.begin(), ghosts.end());
       if (!made) {

@@ -109,6 +109,9 @@ struct GhostStats {
   std::size_t send_ranks = 0;     ///< ranks sent to, this rank excluded
   std::size_t receive_ranks = 0;  ///< ranks received from, this rank excluded
   std::size_t boundary = 0;       ///< owned particles tested against other domains (the rest are interior)
+  /// Blocks of 256 owned particles whose exact tests ran domain by domain in
+  /// vectors (see "Layout and order" in docs/ghost_particles.md)
+  std::size_t vector_blocks = 0;
 };
 
 /// Who sends which owned particles (and which periodic image) to whom: built
