@@ -22,6 +22,7 @@
 #include "timing.hpp"
 
 #include <domex/comm/pages.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/ghost/ghost.hpp>
 #include <domex/migrate/migrate.hpp>
 
@@ -70,22 +71,13 @@ struct Grid {
   Grid(const Comm& comm, double side)
       : domain{{0, 0, 0}, {side, side, side}},
         decomposition(comm, domain, {.periodic = {true, true, true}}) {
-    dims = decomposition.divisions();
-    const auto [nx, ny, nz] = dims;
-    std::vector<double> cuts;
-    for (int i = 0; i <= nx; ++i) cuts.push_back(side * i / nx);
-    for (int i = 0; i < nx; ++i)
-      for (int j = 0; j <= ny; ++j) cuts.push_back(side * j / ny);
-    for (int c = 0; c < nx * ny; ++c)
-      for (int k = 0; k <= nz; ++k) cuts.push_back(side * k / nz);
-    decomposition.restore(cuts);
+    dims = decomposition.divisions();  // (never rebalanced: the equal boxes it starts with)
   }
-  /// Rank of the box at grid offset (di, dj, dk) from `rank`, wrapped.
+  /// Rank of the box `step` boxes from `rank` along `axis`, wrapped.
   [[nodiscard]] int neighbour(int rank, int axis, int step) const {
-    const auto [nx, ny, nz] = dims;
-    int index[3] = {rank / (ny * nz), (rank / nz) % ny, rank % nz};
-    index[axis] = (index[axis] + step + dims[axis]) % dims[axis];
-    return (index[0] * ny + index[1]) * nz + index[2];
+    std::array<int, 3> offset{0, 0, 0};
+    offset[axis] = step;
+    return grid_offset(rank, offset, dims);
   }
 };
 

@@ -4,6 +4,7 @@
 // periodic 3-D process grid, as in particle migration.
 
 #include <domex/comm/comm.hpp>
+#include <domex/decompose/grid.hpp>
 
 #include <array>
 #include <cstdint>
@@ -19,20 +20,15 @@ namespace domex::bench {
 /// probability far_fraction per neighbour, random far ranks (particles that
 /// jumped). Deterministic in (seed, rank).
 inline std::vector<int> grid_destinations(const Comm& comm, int neighbours, double far_fraction, std::uint64_t seed) {
-  std::array<int, 3> dims{0, 0, 0};
-  check_mpi(MPI_Dims_create(comm.size(), 3, dims.data()), "MPI_Dims_create");
+  const std::array<int, 3> dims = grid_divisions(comm.size());
   const int rank = comm.rank();
-  const std::array<int, 3> at{rank / (dims[1] * dims[2]), (rank / dims[2]) % dims[1], rank % dims[2]};
   std::set<int> destinations;
   for (int dx = -1; dx <= 1; ++dx)
     for (int dy = -1; dy <= 1; ++dy)
       for (int dz = -1; dz <= 1; ++dz) {
         const int nonzero = (dx != 0) + (dy != 0) + (dz != 0);
         if (nonzero == 0 || (neighbours == 6 && nonzero != 1)) continue;
-        const int x = (at[0] + dx + dims[0]) % dims[0];
-        const int y = (at[1] + dy + dims[1]) % dims[1];
-        const int z = (at[2] + dz + dims[2]) % dims[2];
-        const int destination = (x * dims[1] + y) * dims[2] + z;
+        const int destination = grid_offset(rank, {dx, dy, dz}, dims);
         if (destination != rank) destinations.insert(destination);
       }
   std::mt19937_64 random(seed * 1000003 + static_cast<std::uint64_t>(rank));

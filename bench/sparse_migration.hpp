@@ -14,6 +14,7 @@
 // rank, 7.6 GB of positions for a simulator that holds every rank).
 
 #include <domex/comm/comm.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/decompose/multisection.hpp>
 
 #include <algorithm>
@@ -44,48 +45,6 @@ inline std::uint64_t migration_particles(const std::string& pattern) {
   return static_cast<std::uint64_t>(std::llround(std::pow(base, exponent)));
 }
 
-/// Multisection's starting decomposition of the periodic unit cube, computed
-/// without communication: MPI_Dims_create's divisions, equal cuts
-/// lo + (hi - lo) k / n on every axis, rank (i ny + j) nz + k. What a
-/// multisection of N uniform particles converges to as its samples grow.
-class EqualBoxes {
- public:
-  explicit EqualBoxes(int ranks) {
-    check_mpi(MPI_Dims_create(ranks, 3, divisions_.data()), "MPI_Dims_create");
-  }
-  [[nodiscard]] Box box(int rank) const noexcept {
-    const auto [nx, ny, nz] = divisions_;
-    const std::array<int, 3> index{rank / (ny * nz), (rank / nz) % ny, rank % nz};
-    Box box;
-    for (int a = 0; a < 3; ++a) {
-      box.lo[a] = cut(a, index[a]);
-      box.hi[a] = cut(a, index[a] + 1);
-    }
-    return box;
-  }
-  /// The rank owning `p` after wrapping it into [0, 1)^3.
-  [[nodiscard]] int owner(Point p) const noexcept {
-    std::array<int, 3> index{};
-    for (int a = 0; a < 3; ++a) {
-      const int n = divisions_[a];
-      double x = p[a] - std::floor(p[a]);
-      if (x >= 1.0) x = 0.0;  // -1e-17 wraps to 1.0 in floating point
-      int i = std::clamp(static_cast<int>(x * n), 0, n - 1);
-      if (x < cut(a, i)) --i;  // the cuts' own rounding decides, as in Multisection
-      else if (i + 1 < n && x >= cut(a, i + 1)) ++i;
-      index[a] = i;
-    }
-    return (index[0] * divisions_[1] + index[1]) * divisions_[2] + index[2];
-  }
-
- private:
-  [[nodiscard]] double cut(int axis, int k) const noexcept {
-    const int n = divisions_[axis];
-    return k <= 0 ? 0.0 : k >= n ? 1.0 : 1.0 * k / n;
-  }
-  std::array<int, 3> divisions_{0, 0, 0};
-};
-
 /// Collective unless samples == 0. The decomposition is domex's Multisection
 /// (histogram cuts, periodic unit cube, MPI_Dims_create divisions)
 /// rebalanced once on min(N / P, samples) uniform positions per rank drawn
@@ -100,7 +59,7 @@ inline MigrationPattern migration_pattern(const Comm& comm, std::uint64_t partic
   std::mt19937_64 random(seed * 1000003 + 7919 * particles + static_cast<std::uint64_t>(rank));
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   std::optional<Multisection> decomposition;
-  const EqualBoxes equal(comm.size());
+  const EqualBoxes equal(Box{{0, 0, 0}, {1, 1, 1}}, grid_divisions(comm.size()), {true, true, true});
   if (samples > 0) {
     decomposition.emplace(comm, Box{{0, 0, 0}, {1, 1, 1}}, MultisectionOptions{.periodic = {true, true, true}});
     const Box start = decomposition->box(rank);

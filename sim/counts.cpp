@@ -18,6 +18,7 @@
 // sends to; '#' lines are comments), e.g. the count_partners.txt domex-mps
 // writes: the app's real pattern, replayed.
 
+#include <domex/decompose/grid.hpp>
 #include <domex/exchange/automatic.hpp>
 #include <domex/exchange/exchange.hpp>
 
@@ -41,17 +42,13 @@ namespace {
 std::vector<int> neighbours_of(int rank, int size) {
   std::array<int, 3> dims{0, 0, 0};
   MPI_Dims_create(size, 3, dims.data());
-  const std::array<int, 3> at{rank / (dims[1] * dims[2]), (rank / dims[2]) % dims[1], rank % dims[2]};
   std::set<int> found;
   for (int dx = -1; dx <= 1; ++dx)
     for (int dy = -1; dy <= 1; ++dy)
       for (int dz = -1; dz <= 1; ++dz) {
         const int nonzero = (dx != 0) + (dy != 0) + (dz != 0);
         if (nonzero != 1 && nonzero != 3) continue;  // faces and corners: 6 + 8
-        const int x = (at[0] + dx + dims[0]) % dims[0];
-        const int y = (at[1] + dy + dims[1]) % dims[1];
-        const int z = (at[2] + dz + dims[2]) % dims[2];
-        const int neighbour = (x * dims[1] + y) * dims[2] + z;
+        const int neighbour = domex::grid_offset(rank, {dx, dy, dz}, dims);
         if (neighbour != rank) found.insert(neighbour);
       }
   return {found.begin(), found.end()};

@@ -23,6 +23,7 @@
 
 #include <domex/decompose/box.hpp>
 #include <domex/decompose/buckets.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/decompose/multisection.hpp>
 
 #include <domex/migrate/migrate.hpp>

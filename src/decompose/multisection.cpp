@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <domex/comm/collective.hpp>
 #include <domex/comm/simulated.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/decompose/multisection.hpp>
 
 #include <fmt/format.h>
@@ -39,9 +40,7 @@ int piece_of(const double* cuts, int n, double x) {
 }
 
 void equal_cuts(int parts, double lo, double hi, double* cuts) {
-  cuts[0] = lo;
-  cuts[parts] = hi;
-  for (int k = 1; k < parts; ++k) cuts[k] = lo + (hi - lo) * k / parts;
+  for (int k = 0; k <= parts; ++k) cuts[k] = equal_cut(lo, hi, k, parts);
 }
 
 /// Cuts [lo, hi) into `parts` pieces holding equal sample weight; the cut
@@ -374,13 +373,7 @@ Multisection::Multisection(const Comm& comm, Box domain, MultisectionOptions opt
       fail("Multisection", "no samples: samples_per_rank and total_samples are 0");
     if (!(options_.neighbour_margin >= 0 && std::isfinite(options_.neighbour_margin)))
       fail("Multisection", fmt::format("neighbour_margin {} is negative or not finite", options_.neighbour_margin));
-    divisions_ = options_.divisions;
-    for (int d : divisions_)
-      if (d < 0) fail("Multisection", fmt::format("negative division {}", d));
-    check_mpi(MPI_Dims_create(comm.size(), 3, divisions_.data()), "MPI_Dims_create");
-    if (divisions_[0] * divisions_[1] * divisions_[2] != comm.size())
-      fail("Multisection", fmt::format("divisions {}x{}x{} do not multiply to {} ranks", divisions_[0],
-                                       divisions_[1], divisions_[2], comm.size()));
+    divisions_ = grid_divisions(comm.size(), options_.divisions, "Multisection");
     std::uint64_t hash = 0;
     const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
     for (int a = 0; a < 3; ++a)
@@ -398,12 +391,14 @@ Multisection::Multisection(const Comm& comm, Box domain, MultisectionOptions opt
   if (maxima[0] != -maxima[1])
     fail("Multisection", "the ranks passed different domains or options (every rank must pass the same)");
   const auto [nx, ny, nz] = divisions_;
-  const int rank = comm.rank(), i = rank / (ny * nz), j = (rank / nz) % ny, k = rank % nz;
+  const int rank = comm.rank();
+  const auto [i, j, k] = grid_index(rank, divisions_);
   lines_ = std::make_shared<const Lines>(Lines{split(comm, j * nz + k, i), split(comm, i, j * nz + k),
                                                split(comm, i * nz + k, j), split(comm, i * ny + j, k)});
   cuts_.x.resize(static_cast<std::size_t>(nx + 1));
   cuts_.y.resize(static_cast<std::size_t>(nx * (ny + 1)));
   cuts_.z.resize(static_cast<std::size_t>(nx * ny * (nz + 1)));
+  // Equal volumes (EqualBoxes: the same boxes without communication).
   equal_cuts(nx, domain_.lo[0], domain_.hi[0], cuts_.x.data());
   for (int s = 0; s < nx; ++s) {
     equal_cuts(ny, domain_.lo[1], domain_.hi[1], &cuts_.y[static_cast<std::size_t>(s * (ny + 1))]);
@@ -436,18 +431,7 @@ Point Multisection::coordinates(const Point& p) const noexcept {
   return {std::sqrt(p[0] * p[0] + p[1] * p[1]), phi, p[2]};  // not hypot: 5x slower, no overflow to guard here
 }
 
-Point Multisection::wrap(const Point& c) const noexcept {
-  Point w = c;
-  for (int a = 0; a < 3; ++a)
-    if (options_.periodic[a] && !(w[a] >= domain_.lo[a] && w[a] < domain_.hi[a]) && std::isfinite(w[a])) {
-      // fmod only for the few outside: it costs tens of ns.
-      const double length = domain_.extent(a);
-      w[a] = domain_.lo[a] + std::fmod(w[a] - domain_.lo[a], length);
-      if (w[a] < domain_.lo[a]) w[a] += length;
-      if (w[a] >= domain_.hi[a]) w[a] = domain_.lo[a];
-    }
-  return w;
-}
+Point Multisection::wrap(const Point& c) const noexcept { return wrap_periodic(domain_, options_.periodic, c); }
 
 int Multisection::owner_in(const Cuts& cuts, const Point& c) const noexcept {
   for (int a = 0; a < 3; ++a)
@@ -456,7 +440,7 @@ int Multisection::owner_in(const Cuts& cuts, const Point& c) const noexcept {
   const int i = piece_of(cuts.x.data(), nx, c[0]);
   const int j = piece_of(&cuts.y[static_cast<std::size_t>(i * (ny + 1))], ny, c[1]);
   const int k = piece_of(&cuts.z[static_cast<std::size_t>((i * ny + j) * (nz + 1))], nz, c[2]);
-  return (i * ny + j) * nz + k;
+  return grid_rank({i, j, k}, divisions_);
 }
 
 int Multisection::try_owner(const Point& position) const noexcept {
@@ -512,7 +496,7 @@ int Multisection::owner(const Point& position) const {
 
 Box Multisection::box_in(const Cuts& cuts, int rank) const {
   const auto [nx, ny, nz] = divisions_;
-  const int i = rank / (ny * nz), j = (rank / nz) % ny, k = rank % nz;
+  const auto [i, j, k] = grid_index(rank, divisions_);
   const double* y = &cuts.y[static_cast<std::size_t>(i * (ny + 1))];
   const double* z = &cuts.z[static_cast<std::size_t>((i * ny + j) * (nz + 1))];
   return {{cuts.x[static_cast<std::size_t>(i)], y[j], z[k]},
@@ -809,7 +793,7 @@ void Multisection::broadcast_cuts(Cuts& cuts, RebalanceStats& stats) const {
 void Multisection::cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost,
                                  std::vector<detail::Rest> items, Cuts& cuts, RebalanceStats& stats) const {
   const auto [nx, ny, nz] = divisions_;
-  const int rank = comm_->rank(), i = rank / (ny * nz), j = (rank / nz) % ny;
+  const auto [i, j, k] = grid_index(comm_->rank(), divisions_);
   const Lines& lines = *lines_;
   // One level: exact histogram cuts over the level's communicator, or
   // samples gathered along `chain` (the level's communicator, line by line).

@@ -174,6 +174,14 @@ TEST(Multisection, BadInputNamesTheProblem) {
   } catch (const domex::Error& error) {
     EXPECT_NE(std::string(error.what()).find("outside the domain"), std::string::npos) << error.what();
   }
+  // Divisions that cannot divide the ranks: an error naming them on every
+  // rank (MPI_Dims_create alone would abort the job).
+  try {
+    domex::Multisection bad(comm, {{0, 0, 0}, {1, 1, 1}}, {.divisions = {comm.size() + 1, 0, 0}});
+    FAIL();
+  } catch (const domex::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("do not multiply to"), std::string::npos) << error.what();
+  }
 }
 
 /// Uniform points in the unit cube, seeded per rank.
