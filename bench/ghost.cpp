@@ -433,6 +433,7 @@ void run_ghost(const GhostBenchOptions& options) {
                       {"send_ranks", r.stats.send_ranks},
                       {"boundary", r.stats.boundary},
                       {"vector_blocks", r.stats.vector_blocks},
+                      {"interior_skipped", r.stats.interior_skipped},
                       {"bytes_sent", r.bytes_sent},
                       {"rebuild_s", measured(r.rebuild)},
                       {"update_s", measured(r.update)},

@@ -17,9 +17,12 @@
 // walks, so the wall time per round grows with the rounds before it
 // (sim/README.md, "Requests completed by a test").
 
+#include <domex/decompose/grid.hpp>
+
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -75,19 +78,14 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  int dims[3] = {0, 0, 0};
-  MPI_Dims_create(size, 3, dims);
-  const int at[3] = {rank / (dims[1] * dims[2]), (rank / dims[2]) % dims[1], rank % dims[2]};
+  std::array<int, 3> dims{0, 0, 0};
+  MPI_Dims_create(size, 3, dims.data());
   // The 26 neighbours; neighbour 25 - k lies opposite neighbour k.
   std::vector<int> peers;
   for (int dx = -1; dx <= 1; ++dx)
     for (int dy = -1; dy <= 1; ++dy)
-      for (int dz = -1; dz <= 1; ++dz) {
-        if (dx == 0 && dy == 0 && dz == 0) continue;
-        const int q[3] = {(at[0] + dx + dims[0]) % dims[0], (at[1] + dy + dims[1]) % dims[1],
-                          (at[2] + dz + dims[2]) % dims[2]};
-        peers.push_back((q[0] * dims[1] + q[1]) * dims[2] + q[2]);
-      }
+      for (int dz = -1; dz <= 1; ++dz)
+        if (dx != 0 || dy != 0 || dz != 0) peers.push_back(domex::grid_offset(rank, {dx, dy, dz}, dims));
   const bool by_test = std::strcmp(complete, "test") == 0;
   const auto n = static_cast<std::size_t>(bytes);
   std::vector<char> out(26 * n, 1), in(26 * n);

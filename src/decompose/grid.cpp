@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace domex {
 
@@ -15,18 +16,31 @@ std::array<int, 3> grid_divisions(int ranks, std::array<int, 3> requested, std::
   for (int d : requested)
     if (d < 0) fail(call, fmt::format("negative division {}", d));
   if (ranks < 1) fail(call, fmt::format("{} ranks (need at least 1)", ranks));
-  // (MPI_Dims_create itself would abort the job, through MPI_COMM_WORLD's
-  // error handler, where the given entries do not divide the ranks)
+  // The given entries must divide the ranks, and equal them where none is
+  // free: MPI_Dims_create would abort the job otherwise, through
+  // MPI_COMM_WORLD's error handler. (The product stops once past the ranks:
+  // no overflow.)
   long long given = 1;
-  for (int d : requested) given *= d > 0 ? d : 1;
-  if (ranks % given != 0)
+  bool free = false;
+  for (int d : requested) {
+    free = free || d == 0;
+    given *= d > 0 ? d : 1;
+    if (given > ranks) break;
+  }
+  if (given > ranks || ranks % given != 0 || (!free && given != ranks))
     fail(call, fmt::format("divisions {}x{}x{} (0: free) do not multiply to {} ranks", requested[0], requested[1],
                            requested[2], ranks));
   check_mpi(MPI_Dims_create(ranks, 3, requested.data()), "MPI_Dims_create");
-  if (requested[0] * requested[1] * requested[2] != ranks)
-    fail(call, fmt::format("divisions {}x{}x{} do not multiply to {} ranks", requested[0], requested[1],
-                           requested[2], ranks));
   return requested;
+}
+
+EqualBoxes::EqualBoxes(const Box& domain, const std::array<int, 3>& divisions, const std::array<bool, 3>& periodic)
+    : domain_(domain), divisions_(divisions), periodic_(periodic) {
+  for (int a = 0; a < 3; ++a) {
+    if (divisions[a] < 1) fail("EqualBoxes", fmt::format("divisions[{}] = {} (need at least 1)", a, divisions[a]));
+    if (!(domain.hi[a] > domain.lo[a]) || !std::isfinite(domain.hi[a] - domain.lo[a]))
+      fail("EqualBoxes", fmt::format("empty or infinite domain on axis {}: [{}, {})", a, domain.lo[a], domain.hi[a]));
+  }
 }
 
 int EqualBoxes::owner(const Point& p) const noexcept {

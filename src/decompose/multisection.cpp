@@ -793,7 +793,8 @@ void Multisection::broadcast_cuts(Cuts& cuts, RebalanceStats& stats) const {
 void Multisection::cuts_by_level(std::span<const double> x, std::span<const std::uint64_t> cost,
                                  std::vector<detail::Rest> items, Cuts& cuts, RebalanceStats& stats) const {
   const auto [nx, ny, nz] = divisions_;
-  const auto [i, j, k] = grid_index(comm_->rank(), divisions_);
+  const auto index = grid_index(comm_->rank(), divisions_);
+  const int i = index[0], j = index[1];
   const Lines& lines = *lines_;
   // One level: exact histogram cuts over the level's communicator, or
   // samples gathered along `chain` (the level's communicator, line by line).

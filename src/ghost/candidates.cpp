@@ -130,8 +130,8 @@ HWY_INLINE std::size_t CandidatesOf(const double* HWY_RESTRICT xyz, std::size_t 
     all_inside &=
         hn::AllTrue(d, hn::And(within(x, lo_x, hi_x), hn::And(within(y, lo_y, hi_y), within(z, lo_z, hi_z))));
     const auto sx = slot(x, at_x, in_x, last_x), sy = slot(y, at_y, in_y, last_y), sz = slot(z, at_z, in_z, last_z);
-    // Eight particles deep inside the region (their sets are empty): no
-    // gathers (three per step, slow on Zen 4), nothing kept. About half
+    // A vector of particles deep inside the region (their sets are empty):
+    // no gathers (three per step, slow on Zen 4), nothing kept. About half
     // the steps of a 1e5-atom LJ lattice per rank at np 2 (cell order).
     if constexpr (kInterior) {
       if (hn::AllTrue(di, hn::And(between(sx, below_x, above_x),

@@ -221,7 +221,7 @@ class Finder {
         // less than a rounding error is a candidate all the same)
         if (b.lo[a] - cutoff - slack > grid_.hi[a] || b.hi[a] + cutoff + slack < grid_.lo[a]) continue;
         const std::size_t lo = slot(a, b.lo[a] - cutoff - slack), hi = slot(a, b.hi[a] + cutoff + slack);
-        piece_slots[n][static_cast<std::size_t>(a)] = {static_cast<long>(lo), static_cast<long>(hi)};
+        piece_slots[n][static_cast<std::size_t>(a)] = {static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)};
         const std::size_t word = n / 64;
         const std::uint64_t bit = std::uint64_t{1} << (n % 64);
         for (std::size_t k = lo; k <= hi; ++k) {
@@ -246,9 +246,10 @@ class Finder {
   [[nodiscard]] bool unique() const noexcept { return unique_; }
 
   /// What a search counted: the particles with a candidate piece (the rest
-  /// are interior), and the blocks that went to exact_tests().
+  /// are interior), the blocks that went to exact_tests(), and the
+  /// particles whose first pass was skipped as deep inside the region.
   struct Searched {
-    std::size_t tested = 0, vector_blocks = 0;
+    std::size_t tested = 0, vector_blocks = 0, interior_skipped = 0;
   };
 
   /// Calls found(i, image, piece, true) once for every particle i and
@@ -278,7 +279,7 @@ class Finder {
   template <class Found, class Prepare, class Ends>
   [[gnu::always_inline]] std::optional<Searched> find_all(std::span<const Point> points, Found&& found,
                                                           Prepare&& prepare, Ends&& ends) const {
-    std::size_t tested = 0, vector_blocks = 0;
+    std::size_t tested = 0, vector_blocks = 0, interior_skipped = 0;
     constexpr std::size_t block = 256;
     // (a full vector past the last; aligned: a vector store across two cache lines is two)
     alignas(64) std::array<std::uint64_t, block + ghost_detail::vector_slack> sets, hits;
@@ -325,14 +326,15 @@ class Finder {
       }
       bool inside = true;
       const std::size_t n = ghost_detail::candidates(points.subspan(first, count), tables, out, inside,
-                                                     has_interior && (skip_interior || first % (16 * block) == 0));
+                                                     has_interior && (skip_interior || first % (8 * block) == 0));
       // The interior test for the next block where this one skipped at
-      // least a sixteenth of its particles (cell order: runs of interior
-      // particles; in random order a whole vector seldom is, and testing
-      // every block cost 6-8 % of the rebuild at 1e5 particles, cutoff 0.1
-      // width, np 2, Zen 4, about 1.5 % so), and for every 16th block, which
-      // probes. The output is the same either way.
-      skip_interior = out.interior * 16 >= count;
+      // least an eighth of its particles (cell order: runs of interior
+      // particles; in random order a whole vector seldom is: testing every
+      // block cost 6-8 % of the rebuild at 1e5 particles, cutoff 0.1 width,
+      // np 2, Zen 4), and for every 8th block, which probes. The output is
+      // the same either way.
+      skip_interior = out.interior * 8 >= count;
+      interior_skipped += out.interior;
       if (!inside) return std::nullopt;
       tested += n;
       if (table) {
@@ -365,7 +367,7 @@ class Finder {
               0, found);
       }
     }
-    return Searched{tested, vector_blocks};
+    return Searched{tested, vector_blocks, interior_skipped};
   }
 
  private:
@@ -447,20 +449,20 @@ class Finder {
     }
   }
   /// First and last slot along each axis (empty: first > last).
-  using SlotRanges = std::array<std::array<long, 2>, 3>;
+  using SlotRanges = std::array<std::array<std::int64_t, 2>, 3>;
   /// The box of slots (interior_lo_, interior_hi_) whose sets are all
   /// empty, from the pieces' slots: the whole grid, cut for each piece
   /// whose slots overlap it on every axis, below or above that piece's
   /// slots along the axis that keeps the most (possibly to nothing).
   /// Pieces that hold the box's whole extent on two axes (a face's
   /// neighbours) go first: they leave one way to cut. Where the region is a
-  /// rank's box, what remains is the box less the cutoff on every side that
-  /// has neighbours.
+  /// rank's box, what remains is about the box less the cutoff (and a slot
+  /// or two) on every side that has neighbours.
   void interior(const std::vector<SlotRanges>& piece_slots) {
     SlotRanges box{{{0, slots_[0] - 1}, {0, slots_[1] - 1}, {0, slots_[2] - 1}}};
-    const auto volume = [](const SlotRanges& b) {
-      long v = 1;
-      for (const auto& [first, last] : b) v *= std::max(last - first + 1, 0L);
+    const auto volume = [](const SlotRanges& b) {  // (at most 4096^3)
+      std::int64_t v = 1;
+      for (const auto& [first, last] : b) v *= std::max<std::int64_t>(last - first + 1, 0);
       return v;
     };
     const auto overlaps = [&](const SlotRanges& r) {
@@ -482,9 +484,10 @@ class Finder {
       const SlotRanges& r = piece_slots[n];
       if (!overlaps(r)) continue;
       SlotRanges best = box;
-      long best_volume = 0;
+      std::int64_t best_volume = 0;
       for (std::size_t a = 0; a < 3; ++a)
-        for (const std::array<long, 2> kept : {std::array<long, 2>{box[a][0], r[a][0] - 1}, {r[a][1] + 1, box[a][1]}}) {
+        for (const std::array<std::int64_t, 2> kept :
+             {std::array<std::int64_t, 2>{box[a][0], r[a][0] - 1}, {r[a][1] + 1, box[a][1]}}) {
           SlotRanges cut = box;
           cut[a] = kept;
           if (volume(cut) > best_volume) {
@@ -1251,6 +1254,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   stats.sent = sent;
   stats.boundary = searched_counts.tested;
   stats.vector_blocks = searched_counts.vector_blocks;
+  stats.interior_skipped = searched_counts.interior_skipped;
   stats.send_ranks = static_cast<std::size_t>(std::count_if(destinations.begin(), destinations.end(),
                                                             [me](int r) { return r != me; }));
   stats.receive_ranks =

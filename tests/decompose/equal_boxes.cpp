@@ -13,7 +13,9 @@
 
 #include <array>
 #include <cstdio>
+#include <limits>
 #include <random>
+#include <string>
 
 namespace {
 
@@ -36,7 +38,11 @@ TEST(EqualBoxes, AreMultisectionsStartingBoxesAndOwners) {
                         Case{{{-1.5, 0.1, 2}, {2.25, 0.7, 9}}, {true, false, true}, chosen},
                         Case{{{-3, -1e-3, 0}, {0, 1e-3, 1e6}}, {false, false, false}, {1, comm.size(), 1}},
                         Case{{{0, 0, 0}, {0.3, 1, 1}}, {false, true, false}, {1, 1, comm.size()}}}) {
-    SCOPED_TRACE("domain [" + std::to_string(c.domain.lo[0]) + ", " + std::to_string(c.domain.hi[0]) + ") ...");
+    std::string trace = "domain";
+    for (int a = 0; a < 3; ++a)
+      trace += " [" + std::to_string(c.domain.lo[a]) + ", " + std::to_string(c.domain.hi[a]) + ")" +
+               (c.periodic[a] ? " periodic" : "");
+    SCOPED_TRACE(trace);
     const domex::Multisection decomposition(comm, c.domain,
                                             domex::MultisectionOptions{.divisions = c.divisions, .periodic = c.periodic});
     const domex::EqualBoxes equal(c.domain, domex::grid_divisions(comm.size(), c.divisions), c.periodic);
@@ -86,41 +92,13 @@ TEST(EqualBoxes, OtherRankCountsCoverTheDomainOnce) {
   }
 }
 
-TEST(GridIndex, RankIndexAndOffsetsAreInverse) {
-  for (const std::array<int, 3> divisions : {std::array<int, 3>{1, 1, 1}, {2, 3, 5}, {4, 1, 7}, {16, 16, 16}}) {
-    const int ranks = divisions[0] * divisions[1] * divisions[2];
-    for (int r = 0; r < ranks; ++r) {
-      const auto index = domex::grid_index(r, divisions);
-      EXPECT_EQ(domex::grid_rank(index, divisions), r);
-      EXPECT_EQ(domex::grid_offset(r, {0, 0, 0}, divisions), r);
-      // A whole turn on any axis, either way, comes back.
-      EXPECT_EQ(domex::grid_offset(r, {divisions[0], -divisions[1], 2 * divisions[2]}, divisions), r);
-      const int next = domex::grid_offset(r, {1, -1, 1}, divisions);
-      EXPECT_EQ(domex::grid_offset(next, {-1, 1, -1}, divisions), r);
-      const auto moved = domex::grid_index(next, divisions);
-      EXPECT_EQ(moved[0], (index[0] + 1) % divisions[0]);
-      EXPECT_EQ(moved[1], (index[1] - 1 + divisions[1]) % divisions[1]);
-    }
-  }
-  EXPECT_EQ(domex::grid_index(0, {2, 3, 5})[0], 0);
-  EXPECT_EQ(domex::grid_index(29, {2, 3, 5}), (std::array<int, 3>{1, 2, 4}));  // z fastest
-  EXPECT_EQ(domex::grid_index(5, {2, 3, 5}), (std::array<int, 3>{0, 1, 0}));
-}
-
-TEST(GridDivisions, KeepsRequestedEntriesAndNamesBadOnes) {
-  EXPECT_EQ(domex::grid_divisions(12, {0, 0, 1})[2], 1);
-  const auto d = domex::grid_divisions(12, {3, 0, 0});
-  EXPECT_EQ(d[0], 3);
-  EXPECT_EQ(d[0] * d[1] * d[2], 12);
-  try {
-    (void)domex::grid_divisions(12, {5, 0, 0}, "Caller");
-    ADD_FAILURE() << "no error for 5 x ? x ? = 12";
-  } catch (const domex::Error& error) {
-    EXPECT_NE(std::string(error.what()).find("Caller"), std::string::npos) << error.what();
-  }
-  EXPECT_THROW((void)domex::grid_divisions(8, {-2, 0, 0}), domex::Error);
-  EXPECT_THROW((void)domex::grid_divisions(0), domex::Error);
-  EXPECT_THROW((void)domex::grid_divisions(6, {2, 2, 2}), domex::Error);
+TEST(EqualBoxes, BadDivisionsOrDomainsAreErrors) {
+  const Box unit{{0, 0, 0}, {1, 1, 1}};
+  EXPECT_THROW(domex::EqualBoxes(unit, {0, 0, 0}), domex::Error);  // (not passed through grid_divisions)
+  EXPECT_THROW(domex::EqualBoxes(unit, {2, -1, 1}), domex::Error);
+  EXPECT_THROW(domex::EqualBoxes(Box{{0, 0, 0}, {1, 0, 1}}, {1, 1, 1}), domex::Error);
+  const double infinity = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(domex::EqualBoxes(Box{{0, 0, -infinity}, {1, 1, 1}}, {1, 1, 1}), domex::Error);
 }
 
 }  // namespace

@@ -15,9 +15,7 @@ namespace domex {
 
 /// (i, j, k) of `rank` in a grid of `divisions` domains per axis.
 [[nodiscard]] constexpr std::array<int, 3> grid_index(int rank, const std::array<int, 3>& divisions) noexcept {
-  const auto [nx, ny, nz] = divisions;
-  (void)nx;
-  return {rank / (ny * nz), (rank / nz) % ny, rank % nz};
+  return {rank / (divisions[1] * divisions[2]), (rank / divisions[2]) % divisions[1], rank % divisions[2]};
 }
 
 /// The rank at (i, j, k) in a grid of `divisions` domains per axis.
@@ -64,11 +62,15 @@ namespace domex {
 /// The equal-volume boxes a Multisection of `domain` with these divisions
 /// and periodic axes starts with (before any rebalance): box(r) and owner(p)
 /// bitwise as Multisection::box and Multisection::try_owner there
-/// (tests/decompose/equal_boxes.cpp), in O(1) per call.
+/// (tests/decompose/equal_boxes.cpp), in O(1) per call. In the coordinates
+/// a decomposition cuts: Cartesian; for a cylindrical one pass
+/// Multisection::coordinates() of a position to owner().
 class EqualBoxes {
  public:
-  EqualBoxes(const Box& domain, const std::array<int, 3>& divisions, const std::array<bool, 3>& periodic = {})
-      : domain_(domain), divisions_(divisions), periodic_(periodic) {}
+  /// Divisions >= 1 on every axis (grid_divisions()), a non-empty finite
+  /// domain: else domex::Error (local, no communication).
+  EqualBoxes(const Box& domain, const std::array<int, 3>& divisions, const std::array<bool, 3>& periodic = {});
+  /// The box of `rank` (0 <= rank < the divisions' product).
   [[nodiscard]] Box box(int rank) const noexcept {
     const auto index = grid_index(rank, divisions_);
     Box box;
@@ -81,9 +83,11 @@ class EqualBoxes {
   /// The rank whose box holds `p` (periodic axes wrapped first); -1 for NaN
   /// or outside a non-periodic axis.
   [[nodiscard]] int owner(const Point& p) const noexcept;
+  /// Cut k (0 ... divisions[axis]) along `axis`.
   [[nodiscard]] double cut(int axis, int k) const noexcept {
     return equal_cut(domain_.lo[axis], domain_.hi[axis], k, divisions_[axis]);
   }
+  /// Domains per axis, and the domain, as given.
   [[nodiscard]] const std::array<int, 3>& divisions() const noexcept { return divisions_; }
   [[nodiscard]] const Box& domain() const noexcept { return domain_; }
 

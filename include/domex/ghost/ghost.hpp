@@ -112,6 +112,9 @@ struct GhostStats {
   /// Blocks of 256 owned particles whose exact tests ran domain by domain in
   /// vectors (see "Layout and order" in docs/ghost_particles.md)
   std::size_t vector_blocks = 0;
+  /// Owned particles the search's first pass skipped, a vector at a time, as
+  /// deep inside the domain (no candidate domain: cell order has runs of them)
+  std::size_t interior_skipped = 0;
 };
 
 /// Who sends which owned particles (and which periodic image) to whom: built
