@@ -113,7 +113,8 @@ struct GhostStats {
   /// vectors (see "Layout and order" in docs/ghost_particles.md)
   std::size_t vector_blocks = 0;
   /// Owned particles the search's first pass skipped, a vector at a time, as
-  /// deep inside the domain (no candidate domain: cell order has runs of them)
+  /// deep inside the domain (no candidate domain: cell order has runs of
+  /// them); a count that depends on the SIMD width, unlike the ghosts
   std::size_t interior_skipped = 0;
 };
 
