@@ -54,6 +54,9 @@ struct GhostBenchOptions {
   int updates = 50;  ///< timed calls per repeat
   int repeats = 3;   ///< best of
   bool md = false;
+  /// A box without periodic axes: cutoffs beyond half the box (3 widths and
+  /// more), no staged baseline (its swaps wrap).
+  bool open = false;
   /// What is timed, of `measurable` (a simulation of thousands of ranks
   /// leaves out what it need not pay for: MPI_Alltoallv's P^2 messages, the
   /// baselines' exchanges).
@@ -63,14 +66,17 @@ struct GhostBenchOptions {
   std::string json;
 };
 
-/// Equal boxes on a regular grid of the unit cube scaled by `side`.
+/// Equal boxes on a regular grid of the unit cube scaled by `side`,
+/// periodic on every axis or on none.
 struct Grid {
   std::array<int, 3> dims{};
   Box domain;
+  bool periodic = true;
   Multisection decomposition;
-  Grid(const Comm& comm, double side)
+  Grid(const Comm& comm, double side, bool periodic_axes = true)
       : domain{{0, 0, 0}, {side, side, side}},
-        decomposition(comm, domain, {.periodic = {true, true, true}}) {
+        periodic(periodic_axes),
+        decomposition(comm, domain, {.periodic = {periodic_axes, periodic_axes, periodic_axes}}) {
     dims = decomposition.divisions();  // (never rebalanced: the equal boxes it starts with)
   }
   /// Rank of the box `step` boxes from `rank` along `axis`, wrapped.
@@ -319,10 +325,11 @@ Row measure(const Comm& user, const GhostBenchOptions& options, const std::strin
   if (timed("alltoallv")) baseline.emplace(comm, plan);
   std::optional<Bound> bound;
   if (timed("bound")) bound.emplace(comm, plan, sizeof(Point));
-  // The staged exchange reaches one neighbour per direction: cutoffs up to one width.
+  // The staged exchange reaches one neighbour per direction: cutoffs up to
+  // one width, in a periodic box (its swaps wrap).
   std::vector<Point> staged_x(owned);
   std::optional<Staged> staged;
-  if (timed("staged") && row.cutoff_widths <= 1.0) {
+  if (timed("staged") && row.cutoff_widths <= 1.0 && grid.periodic) {
     staged.emplace(comm, grid, staged_x, local, cutoff);
     row.staged_ghosts = staged->ghosts();
   }
@@ -365,7 +372,8 @@ void print_rows(const Comm& comm, const std::vector<Row>& rows) {
   std::printf("times: the slowest rank's median per call, best of the repeats; rebuild includes the search and\n"
               "the sparse exchange of positions; update and the baselines move positions (24 B per ghost);\n"
               "reverse sums a 24 B force per ghost into its owner; bound = memcpy of the bytes sent + the same\n"
-              "messages unpacked; staged: LAMMPS's 6 swaps with box-shaped regions (cutoffs <= 1 width only)\n");
+              "messages unpacked; staged: LAMMPS's 6 swaps with box-shaped regions (cutoffs <= 1 width only;\n"
+              "periodic box only); /open: a box without periodic axes (--open)\n");
 }
 
 void run_ghost(const GhostBenchOptions& options) {
@@ -376,15 +384,23 @@ void run_ghost(const GhostBenchOptions& options) {
     for (double factor : options.cutoffs) {
       // Unit density per rank: the global side grows with P.
       const double side = std::cbrt(static_cast<double>(comm.size()));
-      Grid grid(comm, side);
+      Grid grid(comm, side, !options.open);
       const Box box = grid.decomposition.box(comm.rank());
       double width = 1e300;
       for (int a = 0; a < 3; ++a) width = std::min(width, side / grid.dims[a]);
-      const double cutoff = std::min(factor * width, side / 2);
+      // (a periodic box allows at most half its side: GhostPlan's error otherwise)
+      const double cutoff = options.open ? factor * width : std::min(factor * width, side / 2);
+      if (cutoff < factor * width && comm.rank() == 0)
+        std::fprintf(stderr,
+                     "domex-bench ghost: --cutoffs %g is more than half the periodic box at %d ranks: measured at "
+                     "%.2f widths (--open for more)\n",
+                     factor, comm.size(), cutoff / width);
       auto x = particles_in(box, n, options.distribution, 17 + static_cast<std::uint64_t>(comm.rank()));
       if (options.order == "cells") sort_by_cells(box, x);
-      rows.push_back(measure(comm, options, options.distribution + (options.order == "cells" ? "/cells" : ""), grid,
-                             std::move(x), cutoff, width));
+      rows.push_back(measure(comm, options,
+                             options.distribution + (options.order == "cells" ? "/cells" : "") +
+                                 (options.open ? "/open" : ""),
+                             grid, std::move(x), cutoff, width));
     }
   if (options.md) {
     // LAMMPS bench/in.lj: fcc, density 0.8442 (lattice constant (4 / 0.8442)^(1/3)), ~1e5 atoms per rank.
@@ -462,6 +478,9 @@ const Registration registration{[](CLI::App& app) {
       ->capture_default_str();
   command->add_option("--repeats", options->repeats, "repeats (best of)")->check(CLI::Range(1, 1000))->capture_default_str();
   command->add_flag("--md", options->md, "add the Lennard-Jones row (LAMMPS in.lj, ~1e5 atoms per rank)");
+  command->add_flag("--open", options->open,
+                    "a box without periodic axes (cutoffs beyond half the box; no staged baseline; the MD row stays "
+                    "periodic)");
   command->add_option("--measure", options->measure, "what is timed (a simulation of thousands of ranks: update)")
       ->check(CLI::IsMember(measurable))
       ->capture_default_str();
