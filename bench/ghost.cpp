@@ -71,14 +71,13 @@ struct GhostBenchOptions {
 struct Grid {
   std::array<int, 3> dims{};
   Box domain;
-  bool periodic = true;
   Multisection decomposition;
-  Grid(const Comm& comm, double side, bool periodic_axes = true)
+  Grid(const Comm& comm, double side, bool periodic = true)
       : domain{{0, 0, 0}, {side, side, side}},
-        periodic(periodic_axes),
-        decomposition(comm, domain, {.periodic = {periodic_axes, periodic_axes, periodic_axes}}) {
+        decomposition(comm, domain, {.periodic = {periodic, periodic, periodic}}) {
     dims = decomposition.divisions();  // (never rebalanced: the equal boxes it starts with)
   }
+  [[nodiscard]] bool periodic() const noexcept { return decomposition.options().periodic[0]; }
   /// Rank of the box `step` boxes from `rank` along `axis`, wrapped.
   [[nodiscard]] int neighbour(int rank, int axis, int step) const {
     std::array<int, 3> offset{0, 0, 0};
@@ -329,7 +328,7 @@ Row measure(const Comm& user, const GhostBenchOptions& options, const std::strin
   // one width, in a periodic box (its swaps wrap).
   std::vector<Point> staged_x(owned);
   std::optional<Staged> staged;
-  if (timed("staged") && row.cutoff_widths <= 1.0 && grid.periodic) {
+  if (timed("staged") && row.cutoff_widths <= 1.0 && grid.periodic()) {
     staged.emplace(comm, grid, staged_x, local, cutoff);
     row.staged_ghosts = staged->ghosts();
   }

@@ -6,9 +6,8 @@
 // about 35 instructions per particle. Only the particles with a candidate
 // are kept (moved to the front by a table's permutation, then whole vectors
 // stored: Highway 1.0.3's own compress is slow, see compress_table), for
-// the exact tests: in ghost.cpp one
-// (particle, piece) pair at a time, or here, piece by piece over a block's
-// candidates, a vector of them per step.
+// the exact tests: in ghost.cpp one (particle, piece) pair at a time, or
+// here, piece by piece over a block's candidates, a vector of them per step.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ghost/candidates.cpp"
 #include <hwy/foreach_target.h>  // re-includes this file once per target
@@ -263,9 +262,8 @@ HWY_EXPORT(ExactTests);
 
 std::size_t candidates(std::span<const Point> points, const SlotTables& tables, Hits& out, bool& inside,
                        bool skip_interior) {
-  out.pieces = 0;
+  out.pieces = 0;  // (summed into; Candidates sets out.interior)
   out.pairs = 0;
-  out.interior = 0;
   return HWY_DYNAMIC_DISPATCH(Candidates)(points.empty() ? nullptr : points.data()->data(), points.size(), tables,
                                           out, &inside, skip_interior);
 }

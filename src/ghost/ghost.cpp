@@ -259,10 +259,9 @@ class Finder {
   /// returns false for a repeat (rank, image) it already holds. Some pieces
   /// beyond the cutoff are offered too, as found(..., false), to be
   /// dropped. prepare(n) comes before each block of n particles. Returns
-  /// how many particles had a candidate (the rest are interior) and how
-  /// many blocks went to exact_tests(), or nothing, early, when a point
-  /// lies outside the region or is not finite (the search then holds for
-  /// no point). Blocks of particles go in two
+  /// what it counted (Searched), or nothing, early, when a point lies
+  /// outside the region or is not finite (the search then holds for no
+  /// point). Blocks of particles go in two
   /// passes: their candidate sets (candidates(): vector code, no branch),
   /// then, for the few that have any, the candidates sure from the slots
   /// and the exact tests of the others. Where every piece is a box with its
@@ -279,7 +278,7 @@ class Finder {
   template <class Found, class Prepare, class Ends>
   [[gnu::always_inline]] std::optional<Searched> find_all(std::span<const Point> points, Found&& found,
                                                           Prepare&& prepare, Ends&& ends) const {
-    std::size_t tested = 0, vector_blocks = 0, interior_skipped = 0;
+    Searched counted;
     constexpr std::size_t block = 256;
     // (a full vector past the last; aligned: a vector store across two cache lines is two)
     alignas(64) std::array<std::uint64_t, block + ghost_detail::vector_slack> sets, hits;
@@ -320,7 +319,7 @@ class Finder {
           const Point& p = points[first + k];
           for (int a = 0; a < 3; ++a)
             if (!(p[a] >= region_.lo[a] && p[a] <= region_.hi[a])) return std::nullopt;
-          tested += test(first + k, p, found);
+          counted.tested += test(first + k, p, found);
         }
         continue;
       }
@@ -334,9 +333,9 @@ class Finder {
       // np 2, Zen 4), and for every 8th block, which probes. The output is
       // the same either way.
       skip_interior = out.interior * 8 >= count;
-      interior_skipped += out.interior;
+      counted.interior_skipped += out.interior;
       if (!inside) return std::nullopt;
-      tested += n;
+      counted.tested += n;
       if (table) {
         // Piece by piece over the block's candidates (a vector of them per
         // step) where the (particle, piece) pairs to test are at least 2 per
@@ -355,7 +354,7 @@ class Finder {
             (n + decision_lanes - 1) / decision_lanes * static_cast<std::size_t>(std::popcount(out.pieces));
         if (out.pairs >= 2 * steps) {
           ghost_detail::exact_tests(points.subspan(first, count), out, n, first, out.pieces, *table, cutoff2_);
-          ++vector_blocks;
+          ++counted.vector_blocks;
           continue;
         }
       }
@@ -367,7 +366,7 @@ class Finder {
               0, found);
       }
     }
-    return Searched{tested, vector_blocks, interior_skipped};
+    return counted;
   }
 
  private:
@@ -490,9 +489,9 @@ class Finder {
              {std::array<std::int64_t, 2>{box[a][0], r[a][0] - 1}, {r[a][1] + 1, box[a][1]}}) {
           SlotRanges cut = box;
           cut[a] = kept;
-          if (volume(cut) > best_volume) {
+          if (const std::int64_t v = volume(cut); v > best_volume) {
             best = cut;
-            best_volume = volume(cut);
+            best_volume = v;
           }
         }
       if (best_volume == 0) return;  // (no interior)
