@@ -268,8 +268,9 @@ int domex_ghost_sources(const domex_ghost* ghost, size_t* count, const int** sou
  * shift is added on the way, or -1: {0} for an interleaved x, y, z array,
  * offsetof(particle, position) for an array of structs. A bad field on one
  * rank (NULL with entries, element size 0, an offset leaving no 3 doubles)
- * is an error on every rank, found by the check the plan makes anyway; no
- * ghost is changed then. */
+ * is DOMEX_ERR_ARGUMENT on every rank (one MPI_Allreduce of an int, which
+ * the C++ call, with its default local checks, does not make); no ghost is
+ * changed then. */
 int domex_ghost_update(domex_ghost* ghost, int field_count, void* const* fields, const size_t* element_sizes,
                        const ptrdiff_t* position_offsets);
 /* The same for `field_count` double fields (no shift). */

@@ -28,6 +28,8 @@
 
 #include <domex/migrate/migrate.hpp>
 #include <domex/ghost/ghost.hpp>
+#include <domex/neighbor/neighbor.hpp>
+#include <domex/neighbor/sort.hpp>
 
 #include <domex/halo/cartesian.hpp>
 #include <domex/halo/halo.hpp>

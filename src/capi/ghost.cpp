@@ -31,19 +31,15 @@ namespace {
 
 using View = domex::detail::GhostFieldView;
 
-/// Runs `operation(views)`; a bad field on this rank (`problem`) is a view of
-/// the wrong length, so that the plan's own agreement (the one MPI_Allreduce
-/// every operation makes anyway) fails on every rank: no extra collective on
-/// the valid path. This rank reports its own problem, the others the library's
-/// message naming this rank.
+/// Runs `operation(views)` after one agreement on the arguments: a bad
+/// field on one rank (`problem`) is DOMEX_ERR_ARGUMENT on every rank, as
+/// domex.h promises, naming that rank. The plan's own checks are local (no
+/// second collective): they never fire after this agreement.
 template <class Operation>
-void run_views(const char* call, std::span<const View> views, const std::string& problem, Operation&& operation) {
-  try {
-    operation(views);
-  } catch (const domex::Error&) {
-    if (!problem.empty()) throw domex::capi::ArgumentError(domex::capi::message(call, problem));
-    throw;
-  }
+void run_views(const domex::Comm& comm, const char* call, std::span<const View> views, const std::string& problem,
+               Operation&& operation) {
+  domex::capi::agree_arguments(comm, call, problem);
+  operation(views);
 }
 
 /// A view that the plan's check rejects on every rank (never size() entries).
@@ -237,7 +233,8 @@ int domex_ghost_update(domex_ghost* ghost, int field_count, void* const* fields,
                        const ptrdiff_t* position_offsets) {
   constexpr const char* call = "domex_ghost_update";
   return guarded(call, [&] {
-    auto& plan = need(ghost, call, "ghost").plan;
+    auto& handle = need(ghost, call, "ghost");
+    auto& plan = handle.plan;
     thread_local std::vector<View> views;
     std::string problem;
     if (element_sizes == nullptr && field_count >= 1 && fields != nullptr) {
@@ -246,7 +243,7 @@ int domex_ghost_update(domex_ghost* ghost, int field_count, void* const* fields,
     } else {
       problem = field_views(plan, field_count, fields, element_sizes, position_offsets, views);
     }
-    run_views(call, views, problem, [&](std::span<const View> v) {
+    run_views(*handle.comm, call, views, problem, [&](std::span<const View> v) {
       plan.begin(v);
       plan.finish();
     });
@@ -256,11 +253,12 @@ int domex_ghost_update(domex_ghost* ghost, int field_count, void* const* fields,
 int domex_ghost_update_doubles(domex_ghost* ghost, int field_count, double* const* fields) {
   constexpr const char* call = "domex_ghost_update_doubles";
   return guarded(call, [&] {
-    auto& plan = need(ghost, call, "ghost").plan;
+    auto& handle = need(ghost, call, "ghost");
+    auto& plan = handle.plan;
     thread_local std::vector<View> views;
     const std::string problem =
         field_views(plan, field_count, reinterpret_cast<void* const*>(fields), nullptr, nullptr, views);
-    run_views(call, views, problem, [&](std::span<const View> v) {
+    run_views(*handle.comm, call, views, problem, [&](std::span<const View> v) {
       plan.begin(v);
       plan.finish();
     });
@@ -289,7 +287,7 @@ int domex_ghost_update_positions(domex_ghost* ghost, double* x, double* y, doubl
     const View view = problem.empty()
                           ? View{reinterpret_cast<std::byte*>(g.positions.data()), sizeof(domex::Point), entries, 0}
                           : rejected(plan);
-    run_views(call, std::span<const View>(&view, 1), problem, [&](std::span<const View> v) {
+    run_views(*g.comm, call, std::span<const View>(&view, 1), problem, [&](std::span<const View> v) {
       plan.begin(v);
       plan.finish();
     });
@@ -304,11 +302,12 @@ int domex_ghost_update_positions(domex_ghost* ghost, double* x, double* y, doubl
 int domex_ghost_reverse_sum_doubles(domex_ghost* ghost, int field_count, double* const* fields) {
   constexpr const char* call = "domex_ghost_reverse_sum_doubles";
   return guarded(call, [&] {
-    auto& plan = need(ghost, call, "ghost").plan;
+    auto& handle = need(ghost, call, "ghost");
+    auto& plan = handle.plan;
     thread_local std::vector<View> views;
     const std::string problem =
         field_views(plan, field_count, reinterpret_cast<void* const*>(fields), nullptr, nullptr, views);
-    run_views(call, views, problem, [&](std::span<const View> v) { plan.reverse_sum_doubles(v); });
+    run_views(*handle.comm, call, views, problem, [&](std::span<const View> v) { plan.reverse_sum_doubles(v); });
   });
 }
 

@@ -6,6 +6,7 @@
 // reverse sum.
 #include <domex/comm/collective.hpp>
 #include <domex/comm/pages.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/exchange/exchange.hpp>
 #include <domex/ghost/ghost.hpp>
 
@@ -159,6 +160,7 @@ struct Piece {
 };
 
 constexpr int no_shift = 13;
+constexpr std::size_t message_piece = std::size_t{1} << 30;  ///< the largest piece of a message (MPI counts are int)
 
 /// The search's slots: an eighth of the cutoff, at most this many per axis.
 constexpr long slots_per_cutoff = 8, max_slots = 4096;
@@ -619,7 +621,8 @@ struct GhostPlan::State {
   MPI_Comm mpi = MPI_COMM_NULL;
   int tag = 0;  ///< forward; reverse is tag + 1, the build's positions tag + 2
   GhostOptions options;
-  Point period{0, 0, 0};  ///< L per periodic axis (image shift s * L)
+  Box domain;                           ///< the decomposition's domain at the build
+  std::array<bool, 3> periodic{};       ///< axes with image shifts (cylindrical: z only)
 
   std::size_t local = 0;
   std::vector<Point> ghost_positions;
@@ -695,6 +698,8 @@ struct GhostPlan::State {
     std::vector<std::pair<const std::byte*, std::size_t>> fields;  ///< direct: data and element size; empty: buffered
     detail::PageBuffer owner_side, ghost_side;
     std::vector<MPI_Request> sends, receives;
+    std::vector<int> receive_peers;  ///< the rank each receive comes from
+    std::vector<MPI_Status> statuses;
     std::vector<MPI_Datatype> types;
   };
   std::vector<Channel> channels;
@@ -755,6 +760,20 @@ struct GhostPlan::State {
   /// progress only inside MPI calls); on a problem every rank throws
   /// (fail_together) and nothing is sent.
   void agree_on(std::string_view call, const std::string& problem) const;
+  /// The start of every operation: its fields checked here (GhostChecks::
+  /// local) or on every rank (collective); on a problem this rank refuses
+  /// the operation (refuse()), or every rank throws.
+  void check(std::string_view call, bool reverse, std::span<const detail::GhostFieldView> fields);
+  /// An operation this rank cannot run (`problem`) while its partners run
+  /// theirs: it sends each of them an empty message in place of each piece
+  /// of its own (they throw in finish() naming it), receives what they send
+  /// into scratch (so no message is left to match a later operation), and
+  /// throws `problem`.
+  [[noreturn]] void refuse(std::string_view call, bool reverse, std::size_t record, const std::string& problem);
+  /// Waits for a channel's receives, then its sends; throws naming a
+  /// partner that refused the operation (an empty message where a full one
+  /// was due).
+  void wait_all(Channel& channel, std::string_view call);
   /// The build shared by all decompositions. `periodic`: axes whose image
   /// is a shift by `period`; `pieces_near(region)`: the pieces within the
   /// cutoff of a Cartesian region. Strong guarantee.
@@ -769,7 +788,7 @@ namespace {
 /// counts are int; the pieces of one message match in order, same tag).
 void persistent(bool send, std::byte* data, std::size_t bytes, int peer, int tag, MPI_Comm comm,
                 std::vector<MPI_Request>& requests) {
-  constexpr std::size_t piece = std::size_t{1} << 30;
+  constexpr std::size_t piece = message_piece;
   std::size_t at = 0;
   do {
     const int count = static_cast<int>(std::min(piece, bytes - at));
@@ -816,10 +835,12 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
   made.owner_side = buffer(destination_offsets.back() * record);
   auto& owner_requests = reverse ? made.receives : made.sends;
   for (std::size_t m = 0; m < destinations.size(); ++m)
-    if (destinations[m] != me)
+    if (destinations[m] != me) {
       persistent(!reverse, made.owner_side.data() + destination_offsets[m] * record,
                  (destination_offsets[m + 1] - destination_offsets[m]) * record, destinations[m], message_tag, mpi,
                  owner_requests);
+      if (reverse) made.receive_peers.resize(made.receives.size(), destinations[m]);
+    }
   // Ghost side: forward, ghosts in from the sources; reverse, back to them.
   auto& ghost_requests = reverse ? made.sends : made.receives;
   if (made.fields.empty()) made.ghost_side = buffer(source_offsets.back() * record);
@@ -829,6 +850,7 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
     if (made.fields.empty()) {
       persistent(reverse, made.ghost_side.data() + begin * record, count * record, sources[s], message_tag, mpi,
                  ghost_requests);
+      if (!reverse) made.receive_peers.resize(made.receives.size(), sources[s]);
       continue;
     }
     void* at = MPI_BOTTOM;
@@ -855,6 +877,7 @@ int GhostPlan::State::channel(bool reverse, std::span<const detail::GhostFieldVi
     MPI_Request request = MPI_REQUEST_NULL;  // direct: forward only
     check_mpi(MPI_Recv_init(at, elements, type, sources[s], message_tag, mpi, &request), "MPI_Recv_init");
     ghost_requests.push_back(request);
+    made.receive_peers.push_back(sources[s]);
   }
   return static_cast<int>(channels.size()) - 1;
 }
@@ -880,6 +903,74 @@ void GhostPlan::State::agree_on(std::string_view call, const std::string& proble
   int bad = problem.empty() ? 0 : 1;
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, mpi), "MPI_Allreduce");
   if (bad) fail_together(*comm, call, problem);
+}
+
+void GhostPlan::State::check(std::string_view call, bool reverse, std::span<const detail::GhostFieldView> fields) {
+  const std::string found = problem(call, fields);
+  if (options.checks == GhostChecks::collective) return agree_on(call, found);
+  if (found.empty()) return;
+  if (active >= 0) fail(call, found);  // this rank's own messages are still in flight: nothing to complete
+  std::size_t record = 0;
+  for (const auto& field : fields) record += field.element_size;
+  refuse(call, reverse, record, found);
+}
+
+void GhostPlan::State::refuse(std::string_view call, bool reverse, std::size_t record, const std::string& problem) {
+  // Forward, this rank sends to its destinations and receives from its
+  // sources; reverse, the other way. Messages go in pieces of at most 1 GiB
+  // (persistent()), so the partners wait for that many pieces.
+  const auto& out_ranks = reverse ? sources : destinations;
+  const auto& out_offsets = reverse ? source_offsets : destination_offsets;
+  const auto& in_ranks = reverse ? destinations : sources;
+  const auto& in_offsets = reverse ? destination_offsets : source_offsets;
+  const int me = rank(), message_tag = tag + (reverse ? 1 : 0);
+  std::vector<std::byte> scratch(in_offsets.back() * record);
+  std::vector<MPI_Request> requests;
+  auto pieces = [&](const std::vector<int>& ranks, const std::vector<std::size_t>& offsets, auto&& post) {
+    for (std::size_t m = 0; m < ranks.size(); ++m) {
+      if (ranks[m] == me) continue;
+      const std::size_t bytes = (offsets[m + 1] - offsets[m]) * record;
+      std::size_t at = 0;
+      do {
+        const std::size_t piece = std::min(message_piece, bytes - at);
+        requests.push_back(MPI_REQUEST_NULL);
+        post(offsets[m] * record + at, piece, ranks[m], requests.back());
+        at += piece;
+      } while (at < bytes);
+    }
+  };
+  pieces(in_ranks, in_offsets, [&](std::size_t at, std::size_t bytes, int peer, MPI_Request& request) {
+    check_mpi(MPI_Irecv(scratch.data() + at, static_cast<int>(bytes), MPI_BYTE, peer, message_tag, mpi, &request),
+              "MPI_Irecv");
+  });
+  pieces(out_ranks, out_offsets, [&](std::size_t, std::size_t, int peer, MPI_Request& request) {
+    check_mpi(MPI_Isend(nullptr, 0, MPI_BYTE, peer, message_tag, mpi, &request), "MPI_Isend");
+  });
+  if (!requests.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  fail(call, problem);
+}
+
+void GhostPlan::State::wait_all(Channel& channel, std::string_view call) {
+  int refused = -1;
+  if (!channel.receives.empty()) {
+    channel.statuses.resize(channel.receives.size());
+    check_mpi(MPI_Waitall(static_cast<int>(channel.receives.size()), channel.receives.data(), channel.statuses.data()),
+              "MPI_Waitall");
+    // Every message this plan posts holds at least one byte: an empty one is a refusal.
+    for (std::size_t k = 0; k < channel.statuses.size() && refused < 0; ++k) {
+      int bytes = 1;
+      check_mpi(MPI_Get_count(&channel.statuses[k], MPI_BYTE, &bytes), "MPI_Get_count");
+      if (bytes == 0) refused = channel.receive_peers[k];
+    }
+  }
+  if (!channel.sends.empty())
+    check_mpi(MPI_Waitall(static_cast<int>(channel.sends.size()), channel.sends.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+  if (refused >= 0)
+    fail(call, fmt::format("rank {} (of the plan's communicator) refused the operation: a bad field there (see its "
+                           "error); {} here are not complete",
+                           refused, channel.reverse ? "the sums into owned entries" : "the ghost entries"));
 }
 
 namespace {
@@ -1016,7 +1107,7 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   auto search = [&](const Box& region, std::span<const Point> points) {
     bucket_ranks.clear();
     if (points.empty()) return true;
-    std::vector<Piece> pieces = pieces_near(region);
+    std::vector<Piece> pieces = pieces_near(region, false);
     for (const Piece& piece : pieces) bucket_ranks.push_back(piece.rank);
     std::sort(bucket_ranks.begin(), bucket_ranks.end());
     bucket_ranks.erase(std::unique(bucket_ranks.begin(), bucket_ranks.end()), bucket_ranks.end());
@@ -1103,26 +1194,99 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
     maxima[0] = cutoff;
     maxima[1] = -cutoff;
   }, maxima);
-  if (maxima[0] != -maxima[1])
-    fail("GhostPlan", fmt::format("the ranks passed different cutoffs (from {} to {}); every rank must pass the same",
-                                  -maxima[1], maxima[0]));
+  if (maxima[0] != -maxima[1]) {  // (every rank is here: name one rank with the smallest, one with the largest)
+    struct {
+      double value;
+      int rank;
+    } smallest{cutoff, rank()}, largest{cutoff, rank()};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_DOUBLE_INT, MPI_MINLOC, mpi), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_DOUBLE_INT, MPI_MAXLOC, mpi), "MPI_Allreduce");
+    fail("GhostPlan", fmt::format("the ranks passed different cutoffs: rank {} passed {}, rank {} passed {} (ranks of "
+                                  "the plan's communicator); every rank must pass the same",
+                                  smallest.rank, smallest.value, largest.rank, largest.value));
+  }
 
   // Positions outside a periodic axis are searched at their wrapped place
   // (a copy only when some are; their shifts include the wrap).
   std::vector<Point> wrapped_copy;
   if (outside) {
     wrapped_copy.assign(positions.begin(), positions.end());
-    for (Point& p : wrapped_copy)
-      for (int a = 0; a < 3; ++a)
-        if (periodic[a] && !(p[a] >= domain.lo[a] && p[a] < domain.hi[a])) {
-          p[a] = domain.lo[a] + std::fmod(p[a] - domain.lo[a], length[a]);
-          if (p[a] < domain.lo[a]) p[a] += length[a];
-          if (p[a] >= domain.hi[a]) p[a] = domain.lo[a];
-        }
+    for (Point& p : wrapped_copy) p = wrap_periodic(domain, periodic, p);
     region = bounding_box(wrapped_copy);
   }
   const std::span<const Point> wrapped = wrapped_copy.empty() ? positions : std::span<const Point>(wrapped_copy);
   if (!searched) search(region, wrapped);
+
+  // A particle wrapped above sits, as an owned entry, at the image t of its
+  // wrapped place (t = p - w, a period on some axis), not at image 0: its
+  // own images are found again against this rank's own pieces, image 0
+  // included and image t left out (else t would copy the owned entry onto
+  // itself and image 0 would be lost: a particle on a periodic upper face).
+  // Appended after this rank's other own images.
+  if (!wrapped_copy.empty()) {
+    std::vector<std::size_t> moved;  // ascending
+    std::vector<int> owned_image;    // the image t per moved particle (-1: beyond the 27)
+    Box around;
+    for (int a = 0; a < 3; ++a) around.lo[a] = HUGE_VAL, around.hi[a] = -HUGE_VAL;
+    for (std::size_t i = 0; i < positions.size(); ++i) {
+      if (wrapped[i] == positions[i]) continue;
+      moved.push_back(i);
+      int code = 0, stride = 1;
+      bool near = true;
+      for (int a = 0; a < 3; ++a, stride *= 3) {
+        const long turns = periodic[a] ? std::lround((positions[i][a] - wrapped[i][a]) / length[a]) : 0;
+        near &= turns >= -1 && turns <= 1;
+        code += static_cast<int>(turns + 1) * stride;
+        around.lo[a] = std::min(around.lo[a], wrapped[i][a]);
+        around.hi[a] = std::max(around.hi[a], wrapped[i][a]);
+      }
+      owned_image.push_back(near ? code : -1);
+    }
+    if (!moved.empty()) {
+      const int me = rank();
+      const std::vector<Piece> own = pieces_near(around, true);
+      auto at = std::lower_bound(bucket_ranks.begin(), bucket_ranks.end(), me);
+      const auto b = static_cast<std::size_t>(at - bucket_ranks.begin());
+      if (at == bucket_ranks.end() || *at != me) {  // a bucket for this rank, at its place
+        bucket_ranks.insert(at, me);
+        if (buckets.size() < bucket_ranks.size()) buckets.resize(bucket_ranks.size());
+        std::rotate(buckets.begin() + static_cast<std::ptrdiff_t>(b),
+                    buckets.begin() + static_cast<std::ptrdiff_t>(bucket_ranks.size() - 1),
+                    buckets.begin() + static_cast<std::ptrdiff_t>(bucket_ranks.size()));
+        buckets[b].copy_end = buckets[b].copies.data();
+        buckets[b].position_end = buckets[b].positions.data();
+      }
+      Bucket& mine = buckets[b];
+      std::size_t kept = 0;
+      for (std::size_t k = 0; k < mine.count(); ++k)
+        if (!std::binary_search(moved.begin(), moved.end(), static_cast<std::size_t>(mine.copies[k] >> 5))) {
+          mine.copies[kept] = mine.copies[k];
+          mine.positions[kept] = mine.positions[k];
+          ++kept;
+        }
+      const double cutoff2 = cutoff * cutoff;
+      for (std::size_t m = 0; m < moved.size(); ++m) {
+        const Point& w = wrapped[moved[m]];
+        std::uint32_t taken = 0;  // images already copied (bucket runs repeat them)
+        for (const Piece& piece : own) {
+          const auto bit = std::uint32_t{1} << piece.image;
+          if (piece.image == owned_image[m] || (taken & bit)) continue;
+          const Point image{w[0] + piece.shift[0], w[1] + piece.shift[1], w[2] + piece.shift[2]};
+          if ((sectors ? sector_distance2(image, piece.real) : distance2(image, piece.real)) > cutoff2) continue;
+          taken |= bit;
+          if (kept == mine.copies.size()) {
+            mine.copies.resize(2 * kept + ghost_detail::vector_slack);
+            mine.positions.resize(mine.copies.size());
+          }
+          mine.copies[kept] = (std::uint64_t{moved[m]} << 5) | static_cast<std::uint64_t>(piece.image);
+          mine.positions[kept] = image;
+          ++kept;
+        }
+      }
+      mine.copy_end = mine.copies.data() + kept;
+      mine.position_end = mine.positions.data() + kept;
+    }
+  }
 
   // Who sends to this rank: a sparse exchange of the counts (small
   // messages, whatever the ghosts' number).
@@ -1247,6 +1411,8 @@ void GhostPlan::State::build(std::span<const Point> positions, const std::array<
   scratch.shift_codes = std::move(next_codes);
   expanded = std::move(next_expanded);
   code_shifts = image_shift;
+  this->domain = domain;
+  this->periodic = periodic;
   stats = {};
   stats.local = local;
   stats.ghosts = ghost_positions.size();
@@ -1266,16 +1432,16 @@ namespace {
 
 /// Multisection: every rank's box (or annular sector) and its images near the region.
 std::vector<Piece> multisection_pieces(const Multisection& decomposition, const std::array<bool, 3>& periodic,
-                                       const Box& region, double cutoff, int me, int ranks) {
+                                       const Box& region, double cutoff, int me, int ranks, bool own) {
   const bool sectors = decomposition.geometry() == Geometry::cylindrical;
   const Box& domain = decomposition.domain();
   const auto images = images_of(periodic);
   const double reach = piece_reach(domain, region, cutoff);
   std::vector<Piece> pieces;
-  for (int r = 0; r < ranks; ++r) {
+  for (int r = own ? me : 0; r < (own ? me + 1 : ranks); ++r) {
     const Box box = decomposition.box(r);
     for (int image : images) {
-      if (r == me && image == no_shift) continue;
+      if (r == me && image == no_shift && !own) continue;
       const auto s = image_vector(image);
       Piece piece{r, image, box, {}, {}};
       for (int a = 0; a < 3; ++a) piece.shift[a] = s[a] * domain.extent(a);  // as the build's image shifts
@@ -1288,7 +1454,8 @@ std::vector<Piece> multisection_pieces(const Multisection& decomposition, const 
 }
 
 /// Buckets: runs of buckets along x with one owner and image, near the region.
-std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const Box& region, double cutoff, int me) {
+std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const Box& region, double cutoff, int me,
+                                 bool own) {
   const Box& domain = decomposition.domain();
   const auto& options = decomposition.options();
   const double reach = piece_reach(domain, region, cutoff);
@@ -1321,7 +1488,7 @@ std::vector<Piece> bucket_pieces(const BucketDecomposition& decomposition, const
         }
         const int bucket = static_cast<int>(wrapped[0] + options.buckets[0] * (wrapped[1] + options.buckets[1] * wrapped[2]));
         const int owner = decomposition.owner_of_bucket(bucket);
-        if (owner == me && image == no_shift) {
+        if (own ? owner != me : (owner == me && image == no_shift)) {
           open = false;
           continue;
         }
@@ -1382,18 +1549,19 @@ void GhostPlan::rebuild(const Multisection& decomposition, std::span<const Point
   const Box own = decomposition.box(state.rank()), usual = sectors ? sector_bounds(own) : own;
   state.build(
       positions, periodic, decomposition.domain(), sectors,
-      [&](const Box& region) {
+      [&](const Box& region, bool own) {
         return multisection_pieces(decomposition, periodic, region, state.options.cutoff, state.rank(),
-                                   state.comm->size());
+                                   state.comm->size(), own);
       },
       &usual);
 }
 
 void GhostPlan::rebuild(const BucketDecomposition& decomposition, std::span<const Point> positions) {
   State& state = *state_;
-  state.build(positions, decomposition.options().periodic, decomposition.domain(), false, [&](const Box& region) {
-    return bucket_pieces(decomposition, region, state.options.cutoff, state.rank());
-  });
+  state.build(positions, decomposition.options().periodic, decomposition.domain(), false,
+              [&](const Box& region, bool own) {
+                return bucket_pieces(decomposition, region, state.options.cutoff, state.rank(), own);
+              });
 }
 
 std::size_t GhostPlan::local_count() const noexcept { return state_->local; }
@@ -1414,22 +1582,31 @@ std::span<const Point> GhostPlan::send_shifts() const {
 std::span<const std::uint32_t> GhostPlan::compact_send_indices() const noexcept { return state_->compact_indices; }
 const GhostStats& GhostPlan::stats() const noexcept { return state_->stats; }
 const GhostOptions& GhostPlan::options() const noexcept { return state_->options; }
+int GhostPlan::source_of(std::size_t entry) const noexcept {
+  const State& state = *state_;
+  if (entry < state.local) return state.rank();
+  const auto& offsets = state.source_offsets;
+  const auto after = std::upper_bound(offsets.begin(), offsets.end(), entry - state.local);
+  return state.sources[static_cast<std::size_t>(after - offsets.begin()) - 1];
+}
+const Box& GhostPlan::domain() const noexcept { return state_->domain; }
+const std::array<bool, 3>& GhostPlan::periodic_axes() const noexcept { return state_->periodic; }
+Point GhostPlan::wrap(const Point& position) const noexcept {
+  return wrap_periodic(state_->domain, state_->periodic, position);
+}
+void GhostPlan::fail_resize(const char* what) { fail("GhostPlan::resize_fields", what); }
 
 namespace {
 void start(std::vector<MPI_Request>& requests) {
   if (!requests.empty())
     check_mpi(MPI_Startall(static_cast<int>(requests.size()), requests.data()), "MPI_Startall");
 }
-void wait(std::vector<MPI_Request>& requests) {
-  if (!requests.empty())
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
-}
 }  // namespace
 
 void GhostPlan::begin_forward(std::span<const detail::GhostFieldView> fields) {
   State& state = *state_;
   constexpr std::string_view call = "GhostPlan::update";
-  state.agree_on(call, state.problem(call, fields));
+  state.check(call, false, fields);
   const int c = state.channel(false, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
   const std::size_t record = channel.record;
@@ -1476,8 +1653,7 @@ void GhostPlan::finish() {
     fail("GhostPlan::finish", "no update in flight (call begin() first)");
   auto& channel = state.channels[static_cast<std::size_t>(state.active)];
   state.active = -1;
-  wait(channel.receives);
-  wait(channel.sends);
+  state.wait_all(channel, "GhostPlan::finish");
   if (!channel.fields.empty()) return;  // received in place
   const std::size_t record = channel.record;
   const int me = state.rank();
@@ -1495,7 +1671,7 @@ void GhostPlan::finish() {
 void GhostPlan::begin_reverse(std::span<const detail::GhostFieldView> fields) {
   State& state = *state_;
   constexpr std::string_view call = "GhostPlan::reverse";
-  state.agree_on(call, state.problem(call, fields));
+  state.check(call, true, fields);
   const int c = state.channel(true, fields);
   auto& channel = state.channels[static_cast<std::size_t>(c)];
   const std::size_t record = channel.record;
@@ -1524,8 +1700,7 @@ GhostPlan::Arrived GhostPlan::finish_reverse() {
     fail("GhostPlan::reverse_finish", "no reverse operation in flight (call reverse_begin() first)");
   auto& channel = state.channels[static_cast<std::size_t>(state.active)];
   state.active = -1;
-  wait(channel.receives);
-  wait(channel.sends);
+  state.wait_all(channel, "GhostPlan::reverse_finish");
   Arrived arrived;
   arrived.at.resize(state.destinations.size());
   const int me = state.rank();

@@ -302,7 +302,7 @@ contains
     if (rank == 0) then
       call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'element size 0') > 0, 'wrong-size field')
     else
-      call check(ierr == DOMEX_ERR_LIBRARY .and. index(domex_last_error(), 'rank 0') > 0, 'wrong size on rank 0')
+      call check(ierr == DOMEX_ERR_ARGUMENT .and. index(domex_last_error(), 'rank 0') > 0, 'wrong size on rank 0')
     end if
     call domex_ghost_create(comm, buckets, x(1:local), y(1:local), z(1:local), 0.6_c_double, none, ierr=ierr)
     call check(ierr == DOMEX_ERR_LIBRARY .and. .not. c_associated(none%handle), 'cutoff over half the period')

@@ -95,8 +95,11 @@ struct Particles {
   std::vector<std::int64_t> id;
 };
 
-/// Every (id, image position) within `cutoff` of this rank's domain,
-/// this rank's own particles unshifted excluded.
+/// Every (id, image position) within `cutoff` of this rank's domain, but
+/// the image of each of this rank's own particles that is its owned entry
+/// (image 0 of a position inside the domain; of one outside a periodic
+/// axis, the image at its own place: a particle on the upper face has its
+/// image at the lower one).
 template <class Distance>
 std::vector<Ghost> brute_force(const domex::Comm& comm, const Particles& mine, const Box& domain,
                                std::array<bool, 3> periodic, double cutoff, const Distance& distance_to_mine) {
@@ -107,11 +110,14 @@ std::vector<Ghost> brute_force(const domex::Comm& comm, const Particles& mine, c
   std::sort(own.begin(), own.end());
   for (std::size_t n = 0; n < all_x.size(); ++n) {
     Point w = all_x[n];
+    int owned_at[3] = {0, 0, 0};  // the owned entry's image of w
     for (int a = 0; a < 3; ++a)
       if (periodic[a]) {
         const double L = domain.extent(a);
         w[a] = domain.lo[a] + std::fmod(w[a] - domain.lo[a], L);
         if (w[a] < domain.lo[a]) w[a] += L;
+        if (w[a] >= domain.hi[a]) w[a] = domain.lo[a];
+        owned_at[a] = static_cast<int>(std::lround((all_x[n][a] - w[a]) / L));
       }
     const bool is_mine = std::binary_search(own.begin(), own.end(), all_id[n]);
     for (int sz = -1; sz <= 1; ++sz)
@@ -124,7 +130,7 @@ std::vector<Ghost> brute_force(const domex::Comm& comm, const Particles& mine, c
             if (s[a] && !periodic[a]) allowed = false;
             q[a] += s[a] * domain.extent(a);
           }
-          if (!allowed || (is_mine && !sx && !sy && !sz)) continue;
+          if (!allowed || (is_mine && sx == owned_at[0] && sy == owned_at[1] && sz == owned_at[2])) continue;
           if (distance_to_mine(q) <= cutoff) ghosts.push_back({all_id[n], q});
         }
   }
@@ -381,7 +387,8 @@ TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
   auto mine = make_particles(comm, domain, Layout::uniform, 300, seed + 3);
   decomposition.rebalance(std::span<const Point>(mine.x));
   migrate_to_owners(comm, decomposition, mine);
-  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.15});
+  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x),
+                        {.cutoff = 0.15, .checks = domex::GhostChecks::collective});
   const int bad = comm.size() - 1;
   auto expect_everywhere = [&](auto&& call, const std::string& text) {
     std::string message;
@@ -398,13 +405,13 @@ TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
     expect_everywhere([&] { domex::GhostPlan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = mine_cutoff}); },
                       "cutoff");
   }
-  if (comm.size() > 1)
+  if (comm.size() > 1)  // the ranks with each value named
     expect_everywhere(
         [&] {
           domex::GhostPlan(comm, decomposition, std::span<const Point>(mine.x),
                            {.cutoff = comm.rank() == bad ? 0.2 : 0.1});
         },
-        "different cutoffs");
+        "different cutoffs: rank 0 passed 0.1, rank " + std::to_string(bad) + " passed 0.2");
   // A NaN position: named on every rank.
   auto broken = mine.x;
   if (comm.rank() == bad) broken.push_back({0.5, std::nan(""), 0.5});
@@ -433,33 +440,125 @@ TEST(GhostPlan, OneRanksBadInputIsAnErrorOnEveryRankAndThePlanStaysUsable) {
                                                           [&](const Point& q) { return box_distance(q, own); }));
 }
 
+TEST(GhostPlan, LocalChecksThrowOnTheBadRankAndItsPartnersWithoutACollective) {
+  // GhostChecks::local (the default): a field of the wrong length on one
+  // rank throws there; the ranks that receive from it in that direction get
+  // its empty messages and throw naming it; the others go on. No message is
+  // left behind: the next operations are correct on every rank.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  domex::Multisection decomposition(comm, domain, {.periodic = {true, true, true}});
+  auto mine = make_particles(comm, domain, Layout::uniform, 300, seed + 4);
+  decomposition.rebalance(std::span<const Point>(mine.x));
+  migrate_to_owners(comm, decomposition, mine);
+  domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.15});
+  ASSERT_EQ(plan.options().checks, domex::GhostChecks::local);
+  const int bad = comm.size() - 1, me = comm.rank();
+  const auto sources = plan.sources(), destinations = plan.destinations();
+  const bool bad_sends_here = me != bad && std::find(sources.begin(), sources.end(), bad) != sources.end();
+  const bool bad_sums_here = me != bad && std::find(destinations.begin(), destinations.end(), bad) != destinations.end();
+  auto message_of = [&](auto&& call) {
+    try {
+      call();
+    } catch (const domex::Error& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  for (const bool reverse : {false, true}) {
+    std::vector<double> field(plan.size(), 1.0);
+    if (me == bad) field.resize(plan.size() + 1);
+    const std::string message = message_of([&] {
+      if (reverse) plan.reverse_sum(field);
+      else plan.update(field);
+    });
+    const bool partner = reverse ? bad_sums_here : bad_sends_here;
+    if (me == bad) EXPECT_NE(message.find("entries"), std::string::npos) << message;
+    else if (partner)
+      EXPECT_NE(message.find("rank " + std::to_string(bad) + " (of the plan's communicator) refused"), std::string::npos)
+          << message;
+    else EXPECT_EQ(message, "");
+  }
+  // Still usable, on every rank: ids arrive where they belong.
+  std::vector<std::int64_t> ids(mine.id);
+  ids.resize(plan.size(), -1);
+  std::vector<double> ones(plan.size(), 1.0);
+  plan.update(ids);
+  plan.reverse_sum(ones);
+  std::vector<Point> x = mine.x;
+  x.resize(plan.size());
+  plan.update(domex::shifted(x));
+  const auto expected = brute_force(comm, mine, domain, {true, true, true}, 0.15,
+                                    [&](const Point& q) { return box_distance(q, decomposition.box(me)); });
+  std::vector<Ghost> got;
+  for (std::size_t g = 0; g < plan.ghost_count(); ++g)
+    got.push_back({ids[plan.local_count() + g], x[plan.local_count() + g]});
+  sort_ghosts(got);
+  expect_same_ghosts(got, expected);
+  // Each owned entry gained one per ghost copy of it.
+  const auto copies = plan.send_indices();
+  std::vector<double> count(plan.local_count(), 1.0);
+  for (const std::size_t i : copies) count[i] += 1;
+  for (std::size_t i = 0; i < plan.local_count(); ++i) EXPECT_EQ(ones[i], count[i]) << "owned " << i;
+}
+
 TEST(GhostPlan, UpdateShiftsPositionsGivenOutsideThePeriodicBox) {
-  // Positions a period outside the box are searched at their wrapped
-  // place: the plan, and what update() sends, equal those of the wrapped
-  // positions (to rounding: the shift carries the wrap). Inside the box,
-  // update() gives the build's ghost positions bitwise.
+  // Positions a period (or two) outside the box are searched at their
+  // wrapped place; the owned entry is then the image at its own place, so
+  // the ghosts are every other image within the cutoff (brute force), and
+  // update() brings them to their images' positions (to rounding: the
+  // shift carries the wrap). Inside the box, update() gives the build's
+  // ghost positions bitwise.
   domex::Comm comm{MPI_COMM_WORLD};
   const Box domain{{0, 0, 0}, {1, 1, 1}};
   domex::Multisection decomposition(comm, domain, {.periodic = {true, true, true}});
   auto mine = make_particles(comm, domain, Layout::uniform, 700, seed + 5);
   decomposition.rebalance(std::span<const Point>(mine.x));
   migrate_to_owners(comm, decomposition, mine);
-  std::vector<Point> outside = mine.x;
-  for (std::size_t i = 0; i < outside.size(); i += 3) outside[i][i % 2] += i % 4 == 0 ? 1.0 : -2.0;
+  Particles outside = mine;
+  for (std::size_t i = 0; i < outside.x.size(); i += 3) outside.x[i][i % 2] += i % 4 == 0 ? 1.0 : -2.0;
   domex::GhostPlan inside_plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.2});
-  domex::GhostPlan outside_plan(comm, decomposition, std::span<const Point>(outside), {.cutoff = 0.2});
-  ASSERT_EQ(outside_plan.ghost_count(), inside_plan.ghost_count());
-  EXPECT_TRUE(std::equal(outside_plan.send_indices().begin(), outside_plan.send_indices().end(),
-                         inside_plan.send_indices().begin(), inside_plan.send_indices().end()));
-  for (domex::GhostPlan* plan : {&inside_plan, &outside_plan}) {
-    std::vector<Point> x = plan == &inside_plan ? mine.x : outside;
-    x.resize(plan->size(), Point{-7, -7, -7});
-    plan->update(domex::shifted(x));
-    for (std::size_t g = 0; g < plan->ghost_count(); ++g)
-      for (int a = 0; a < 3; ++a) {
-        if (plan == &inside_plan) EXPECT_EQ(x[plan->local_count() + g][a], inside_plan.ghost_positions()[g][a]);
-        else EXPECT_NEAR(x[plan->local_count() + g][a], inside_plan.ghost_positions()[g][a], 1e-12);
-      }
+  domex::GhostPlan outside_plan(comm, decomposition, std::span<const Point>(outside.x), {.cutoff = 0.2});
+  const Box own = decomposition.box(comm.rank());
+  const auto near_own = [&](const Point& q) { return box_distance(q, own); };
+  expect_same_ghosts(plan_ghosts(outside_plan, outside),
+                     brute_force(comm, outside, domain, {true, true, true}, 0.2, near_own));
+  std::vector<Point> x = mine.x;
+  x.resize(inside_plan.size(), Point{-7, -7, -7});
+  inside_plan.update(domex::shifted(x));
+  for (std::size_t g = 0; g < inside_plan.ghost_count(); ++g)
+    for (int a = 0; a < 3; ++a) EXPECT_EQ(x[inside_plan.local_count() + g][a], inside_plan.ghost_positions()[g][a]);
+}
+
+TEST(GhostPlan, AParticleOnAPeriodicUpperFaceHasItsImageAtTheLowerFace) {
+  // The cases: at (1, 0.5, 0.5) in the periodic [0, 1)^3, cutoff
+  // 0.3, and at (0.225, 1, 1). The owned entry stays at the upper face; its
+  // image at the lower face (0, ...) is a ghost, and no ghost sits on the
+  // owned entry itself (before the fix: a ghost at (1, 0.5, 0.5) with shift
+  // 0 and the image at 0 lost: a pair at distance 0 in a neighbour list).
+  domex::Comm comm{MPI_COMM_WORLD};
+  const Box domain{{0, 0, 0}, {1, 1, 1}};
+  for (const Point& face : {Point{1, 0.5, 0.5}, Point{0.225, 1, 1}, Point{1, 1, 1}, Point{0, 1, 0.5}}) {
+    domex::Multisection decomposition(comm, domain, {.periodic = {true, true, true}});
+    Particles mine;
+    if (comm.rank() == decomposition.owner(face)) {
+      mine.x.push_back(face);
+      mine.id.push_back(7);
+    }
+    domex::GhostPlan plan(comm, decomposition, std::span<const Point>(mine.x), {.cutoff = 0.3});
+    const Box own = decomposition.box(comm.rank());
+    const auto ghosts = plan_ghosts(plan, mine);
+    expect_same_ghosts(ghosts, brute_force(comm, mine, domain, {true, true, true}, 0.3,
+                                           [&](const Point& q) { return box_distance(q, own); }));
+    for (const Ghost& ghost : ghosts)
+      for (const Point& owned : mine.x)
+        EXPECT_FALSE(same(ghost.position, owned)) << "a ghost on its own owned entry, face (" << face[0] << ", "
+                                                  << face[1] << ", " << face[2] << ")";
+    // The wrapped place is among the ghosts wherever it is within the cutoff of this rank's box.
+    const Point wrapped = decomposition.wrap(face);
+    const bool near = box_distance(wrapped, own) <= 0.3;
+    EXPECT_EQ(near, std::any_of(ghosts.begin(), ghosts.end(), [&](const Ghost& g) { return same(g.position, wrapped); }))
+        << "face (" << face[0] << ", " << face[1] << ", " << face[2] << ")";
   }
 }
 

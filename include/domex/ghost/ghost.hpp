@@ -40,6 +40,23 @@
 
 namespace domex {
 
+/// How a ghost operation (update, reverse) checks its fields across ranks.
+enum class GhostChecks {
+  /// Each rank checks its own fields, with no collective on the per-step
+  /// path. A rank whose fields are wrong (a length that is not size(), an
+  /// operation still in flight) throws domex::Error naming the field; it
+  /// still completes the messages its partners posted, with empty ones in
+  /// place of its own, so that they throw in finish() / reverse_finish()
+  /// naming it, instead of waiting forever. What it no longer catches: a rank
+  /// that neither sends to nor receives from the bad one goes on and learns
+  /// of the error only at its next collective call (the next rebuild).
+  local,
+  /// One MPI_Allreduce per operation agrees on validity first: a bad field
+  /// on any rank is a domex::Error on every rank and nothing is sent. For
+  /// debugging, and where every rank must fail in the same call.
+  collective,
+};
+
 struct GhostOptions {
   /// Cutoff r_c: a particle is a ghost of every domain within this distance
   /// (<=, Euclidean, in Cartesian space) of its position or of a periodic
@@ -50,6 +67,9 @@ struct GhostOptions {
   double cutoff = 0;
   /// Algorithm of the build's sparse exchange (who sends ghosts to whom).
   Algorithm discovery = Algorithm::automatic;
+  /// How update() and reverse() check their fields (the build always agrees
+  /// on every rank).
+  GhostChecks checks = GhostChecks::local;
 };
 
 namespace detail {
@@ -74,10 +94,11 @@ template <class T>
 struct Shifted {
   std::span<T> values;
   std::ptrdiff_t offset;  ///< bytes from an element's start to its Point
+  std::vector<T>* vector = nullptr;  ///< the array, where given as a std::vector (GhostPlan::resize_fields)
 };
 /// Positions stored as Points.
 inline Shifted<Point> shifted(std::span<Point> positions) noexcept { return {positions, 0}; }
-inline Shifted<Point> shifted(std::vector<Point>& positions) noexcept { return {positions, 0}; }
+inline Shifted<Point> shifted(std::vector<Point>& positions) noexcept { return {positions, 0, &positions}; }
 /// Structs with a Point member.
 template <class Particle>
 Shifted<Particle> shifted(std::span<Particle> particles, Point Particle::*position) noexcept {
@@ -89,7 +110,9 @@ Shifted<Particle> shifted(std::span<Particle> particles, Point Particle::*positi
 }
 template <class Particle>
 Shifted<Particle> shifted(std::vector<Particle>& particles, Point Particle::*position) noexcept {
-  return shifted(std::span<Particle>(particles), position);
+  auto field = shifted(std::span<Particle>(particles), position);
+  field.vector = &particles;
+  return field;
 }
 
 /// A field for GhostPlan::update: a contiguous range of a trivially copyable
@@ -124,11 +147,14 @@ struct GhostStats {
 /// on every rank; one operation in flight per plan. The plan keeps a pointer
 /// to `comm`, which must outlive it.
 ///
-/// Errors: the build and every operation agree on validity first (one
-/// MPI_Allreduce): a NaN or infinite position, a bad cutoff, or a field whose
-/// length is not size() on one rank is a domex::Error on every rank, naming
-/// that rank and value; nothing is sent. The plan stays usable (a build that
-/// throws leaves the previous plan in place).
+/// Errors: the build agrees on validity first (one MPI_Allreduce, which
+/// it makes anyway): a NaN or infinite position or a bad cutoff on one rank
+/// is a domex::Error on every rank, naming that rank and value; nothing is
+/// sent, and the previous plan stays in place. update() and reverse() check
+/// their fields as GhostOptions::checks says: by default on each rank, with
+/// no collective on the per-step path (a bad field throws on its rank and,
+/// through empty messages, on the ranks that exchange with it), or agreed
+/// on every rank by one MPI_Allreduce. The plan stays usable after either.
 class GhostPlan {
  public:
   /// Collective: the ghosts of a multisection (Cartesian: boxes; cylindrical:
@@ -183,6 +209,35 @@ class GhostPlan {
   [[nodiscard]] std::span<const Point> send_shifts() const;
   [[nodiscard]] const GhostStats& stats() const noexcept;
   [[nodiscard]] const GhostOptions& options() const noexcept;
+  /// The rank a field entry comes from: this rank for owned entries
+  /// (entry < local_count()) and for its own periodic images, else the
+  /// ghost's owner. O(log sources).
+  [[nodiscard]] int source_of(std::size_t entry) const noexcept;
+  /// The decomposition's domain at the last build, in Cartesian x, y, z on
+  /// the axes that have periodic images (periodic_axes()).
+  [[nodiscard]] const Box& domain() const noexcept;
+  /// The axes along which ghosts are periodic images (shifted by the
+  /// domain's extent): a Cartesian decomposition's periodic axes; for a
+  /// cylindrical one only z (phi wraps by rotation, no shift).
+  [[nodiscard]] const std::array<bool, 3>& periodic_axes() const noexcept;
+  /// A position wrapped into the domain on periodic_axes(), by the formula
+  /// the build uses for positions outside it (so wrap(p) == p for p inside).
+  [[nodiscard]] Point wrap(const Point& position) const noexcept;
+
+  /// Resizes every field (std::vector) to size() entries, owned then ghost
+  /// entries, after a build. A shifted(x) field gets the ghosts' positions of
+  /// the build in its ghost entries (what update(shifted(x)) would bring,
+  /// with no message), the other fields' ghost entries are value-initialised.
+  template <class... Fields>
+  void resize_fields(Fields&&... fields) const {
+    (resize_one(fields, size()), ...);
+  }
+  /// Resizes every field to its local_count() owned entries (what migrate()
+  /// and a rebuild take), dropping the ghost entries.
+  template <class... Fields>
+  void drop_ghosts(Fields&&... fields) const {
+    (resize_one(fields, local_count()), ...);
+  }
 
   /// Collective: copies every field's owned values into the ghost entries of
   /// the ranks that need them (one message per neighbour rank with all
@@ -306,6 +361,21 @@ class GhostPlan {
   };
 
  private:
+  template <class T>
+  void resize_one(std::vector<T>& field, std::size_t entries) const {
+    field.resize(entries);
+  }
+  template <class T>
+  void resize_one(Shifted<T> field, std::size_t entries) const {
+    if (!field.vector) fail_resize("a shifted field given as a span (give the std::vector: shifted(x))");
+    field.vector->resize(entries);
+    if (entries != size()) return;
+    const auto ghosts = ghost_positions();
+    auto* bytes = reinterpret_cast<std::byte*>(field.vector->data() + local_count());
+    for (std::size_t g = 0; g < ghosts.size(); ++g)
+      std::memcpy(bytes + g * sizeof(T) + field.offset, &ghosts[g], sizeof(Point));
+  }
+  [[noreturn]] static void fail_resize(const char* what);
   template <GhostField F>
   static detail::GhostFieldView view_of(F& field) noexcept {
     using T = std::remove_pointer_t<decltype(std::data(field))>;

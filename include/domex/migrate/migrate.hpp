@@ -6,21 +6,25 @@
 //   domex::MigrationPlan plan(comm, decomposition, positions);  // who goes where
 //   domex::migrate(plan, particles);                            // do it (AoS)
 //   domex::migrate(plan, x, v, mass, id);                       // or SoA: arrays moved together
+//   domex::migrate(plan, domex::wrapped(x), v, id);             // positions wrapped on periodic axes
 
 #include <domex/comm/comm.hpp>
 #include <domex/comm/collective.hpp>
+#include <domex/decompose/grid.hpp>
 #include <domex/decompose/multisection.hpp>
 #include <domex/exchange/exchange.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <functional>
 #include <span>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace domex {
@@ -54,6 +58,12 @@ class MigrationPlan {
   MigrationPlan(Comm& comm, const Decomposition& decomposition, std::span<const Point> positions,
                 MigrationOptions options = {})
       : comm_(&comm), options_(options), neighbours_(decomposition.neighbours()) {
+    if constexpr (requires { decomposition.domain(); decomposition.options().periodic; }) {
+      wrap_domain_ = decomposition.domain();
+      wrap_axes_ = decomposition.options().periodic;
+      if constexpr (requires { decomposition.geometry(); })  // cylindrical: phi wraps by itself, only z shifts
+        if (decomposition.geometry() == Geometry::cylindrical) wrap_axes_ = {false, false, wrap_axes_[2]};
+    }
     destination_.resize(positions.size());
     if constexpr (requires { decomposition.owners(positions, std::span<int>(destination_)); })
       decomposition.owners(positions, std::span<int>(destination_));
@@ -93,6 +103,12 @@ class MigrationPlan {
   /// Messages and bytes the last migrate() sent from this rank.
   [[nodiscard]] const ExchangeStats& stats() const noexcept { return stats_; }
   [[nodiscard]] Comm& comm() const noexcept { return *comm_; }
+  /// A Cartesian position wrapped into the decomposition's domain on its
+  /// periodic axes (a cylindrical one's: z only), as the decomposition wraps
+  /// to find an owner; unchanged for a plan built from destinations.
+  [[nodiscard]] Point wrap(const Point& position) const noexcept {
+    return wrap_periodic(wrap_domain_, wrap_axes_, position);
+  }
 
   /// Byte-level migration: `records` holds one record of `record_bytes` per
   /// particle, in particle order. Returns the new records: the particles
@@ -120,7 +136,42 @@ class MigrationPlan {
   std::vector<std::size_t> record_offsets_;  ///< per destination, in records (ranks_.size() + 1)
   std::vector<int> contacted_;
   ExchangeStats stats_;
+  Box wrap_domain_;
+  std::array<bool, 3> wrap_axes_{false, false, false};
 };
+
+/// A field of migrate() that holds positions (a std::vector of Points, or of
+/// structs with a Point member): after the move, every entry is wrapped into
+/// the domain on its periodic axes (MigrationPlan::wrap), as a rebuild of
+/// ghosts and neighbour lists wants them (positions inside the domain: a
+/// half list's owned-ghost rule needs it). `migrate(plan, wrapped(x), v)`.
+template <class T>
+struct Wrapped {
+  std::vector<T>& values;
+  std::ptrdiff_t offset;  ///< bytes from an element's start to its Point
+};
+inline Wrapped<Point> wrapped(std::vector<Point>& positions) noexcept { return {positions, 0}; }
+template <class Particle>
+Wrapped<Particle> wrapped(std::vector<Particle>& particles, Point Particle::*position) noexcept {
+  alignas(Particle) std::byte storage[sizeof(Particle)];  // the member's offset, from a real object
+  const auto* object = reinterpret_cast<const Particle*>(storage);
+  return {particles, reinterpret_cast<const std::byte*>(&(object->*position)) - storage};
+}
+
+namespace detail {
+template <class T>
+inline constexpr bool is_wrapped = false;
+template <class T>
+inline constexpr bool is_wrapped<Wrapped<T>> = true;
+template <class T>
+std::vector<T>& vector_of(std::vector<T>& field) noexcept {
+  return field;
+}
+template <class T>
+std::vector<T>& vector_of(Wrapped<T> field) noexcept {
+  return field.values;
+}
+}  // namespace detail
 
 namespace detail {
 /// Removes the entries at `leavers` (ascending) from `values`, keeping order.
@@ -168,6 +219,33 @@ void migrate(MigrationPlan& plan, std::vector<Fields>&... fields) {
     std::size_t at = i * record;
     ((std::memcpy(&fields[kept + i], arrived.data() + at, sizeof(Fields)), at += sizeof(Fields)), ...);
   }
+}
+
+}  // namespace domex
+
+namespace domex {
+
+/// migrate() with position fields marked wrapped(...): the same move, then
+/// every entry of those fields wrapped on the periodic axes (a pass at each
+/// migration; only positions outside the domain are changed). Collective.
+template <class... Fields>
+  requires(detail::is_wrapped<std::remove_cvref_t<Fields>> || ...)
+void migrate(MigrationPlan& plan, Fields&&... fields) {
+  migrate(plan, detail::vector_of(fields)...);
+  auto wrap = [&]<class T>(const Wrapped<T>& field) {
+    for (T& element : field.values) {
+      auto* at = reinterpret_cast<std::byte*>(&element) + field.offset;
+      Point p;
+      std::memcpy(&p, at, sizeof(Point));
+      p = plan.wrap(p);
+      std::memcpy(at, &p, sizeof(Point));
+    }
+  };
+  (
+      [&] {
+        if constexpr (detail::is_wrapped<std::remove_cvref_t<Fields>>) wrap(fields);
+      }(),
+      ...);
 }
 
 }  // namespace domex

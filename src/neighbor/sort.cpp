@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Spatial order of particles: bins along a Morton curve (bit interleaving
+// of the bin coordinates, 21 bits per axis), a stable sort of the keys.
+#include <domex/comm/error.hpp>
+#include <domex/neighbor/sort.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace domex {
+
+namespace {
+
+/// The 21 low bits of v spread to every third bit.
+std::uint64_t spread(std::uint64_t v) noexcept {
+  v &= 0x1fffff;
+  v = (v | v << 32) & 0x1f00000000ffffULL;
+  v = (v | v << 16) & 0x1f0000ff0000ffULL;
+  v = (v | v << 8) & 0x100f00f00f00f00fULL;
+  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
+  v = (v | v << 2) & 0x1249249249249249ULL;
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::size_t> spatial_order(std::span<const Point> positions, double bin_size) {
+  if (!(bin_size > 0) || !std::isfinite(bin_size))
+    fail("spatial_order", fmt::format("bin size {} must be finite and > 0", bin_size));
+  Point lo{HUGE_VAL, HUGE_VAL, HUGE_VAL};
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    for (int a = 0; a < 3; ++a) {
+      if (!std::isfinite(positions[i][a]))
+        fail("spatial_order", fmt::format("particle {} has a NaN or infinite position ({}, {}, {})", i,
+                                          positions[i][0], positions[i][1], positions[i][2]));
+      lo[a] = std::min(lo[a], positions[i][a]);
+    }
+  // Bins beyond 2^21 per axis share the last one (still an order, coarser there).
+  constexpr double last = double((1 << 21) - 1);
+  std::vector<std::pair<std::uint64_t, std::size_t>> keyed(positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    std::uint64_t key = 0;
+    for (int a = 0; a < 3; ++a)
+      key |= spread(static_cast<std::uint64_t>(std::min((positions[i][a] - lo[a]) / bin_size, last))) << a;
+    keyed[i] = {key, i};
+  }
+  std::sort(keyed.begin(), keyed.end());  // (key, index): stable by construction
+  std::vector<std::size_t> order(positions.size());
+  for (std::size_t k = 0; k < keyed.size(); ++k) order[k] = keyed[k].second;
+  return order;
+}
+
+namespace detail {
+
+void check_permutation(std::span<const std::size_t> order, std::span<const std::size_t> sizes) {
+  for (std::size_t f = 0; f < sizes.size(); ++f)
+    if (sizes[f] != order.size())
+      fail("permute", fmt::format("field {} has {} entries; the order has {}", f, sizes[f], order.size()));
+  std::vector<bool> seen(order.size(), false);
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    if (order[k] >= order.size() || seen[order[k]])
+      fail("permute", fmt::format("order[{}] = {} is out of range or repeated: not a permutation of 0..{}", k,
+                                  order[k], order.size() - 1));
+    seen[order[k]] = true;
+  }
+}
+
+}  // namespace detail
+
+}  // namespace domex
