@@ -42,43 +42,50 @@ struct Bins {
   }
 };
 
-/// The stencil of bins within `radius` of a bin, by the half-list category
-/// of each offset (dz, then dy, then dx decides "above").
+/// The stencil as rows of bins along x: for each (dy, dz) whose bins come
+/// within `radius` of a bin, the run of bins dx = -reach .. reach (a row is
+/// one contiguous range of the sorted entries), by the half-list category of
+/// the row (dz, then dy, decides "above"; the own row (0, 0) is apart).
+struct Row {
+  std::ptrdiff_t first;  ///< flat offset of the row's first bin from the centre bin
+  std::ptrdiff_t bins;   ///< bins in the row
+};
 struct Stencil {
-  std::vector<std::ptrdiff_t> upper;        ///< dz > 0: every entry above in z
-  std::vector<std::ptrdiff_t> plane_upper;  ///< dz = 0 and (dy, dx) > 0: owned entries kept, ghosts by the rule
-  std::vector<std::ptrdiff_t> plane_lower;  ///< dz = 0 and (dy, dx) < 0: ghosts by the rule only
-  std::vector<std::ptrdiff_t> lower;        ///< dz < 0 (full lists only)
+  std::vector<Row> upper;        ///< dz > 0: every entry above in z
+  std::vector<Row> plane_upper;  ///< dz = 0, dy > 0: owned entries kept, ghosts by the rule
+  std::vector<Row> plane_lower;  ///< dz = 0, dy < 0: ghosts by the rule only
+  std::vector<Row> lower;        ///< dz < 0 (full lists only)
+  long reach = 0;                ///< of the own row (dy = dz = 0)
 };
 
 Stencil stencil_of(const Bins& bins, const std::array<double, 3>& width, double radius) {
   Stencil stencil;
+  auto gap = [&](long d, int axis) {  // the closest two points of bins d apart along an axis can be
+    const double g = static_cast<double>(std::max(0L, std::abs(d) - 1)) * width[static_cast<std::size_t>(axis)];
+    return g * g;
+  };
   for (long dz = -bins.pad[2]; dz <= bins.pad[2]; ++dz)
-    for (long dy = -bins.pad[1]; dy <= bins.pad[1]; ++dy)
-      for (long dx = -bins.pad[0]; dx <= bins.pad[0]; ++dx) {
-        if (dx == 0 && dy == 0 && dz == 0) continue;  // the own bin: scanned apart
-        const long d[3] = {dx, dy, dz};
-        double gap2 = 0;  // the closest two points of the bins can be
-        for (int a = 0; a < 3; ++a) {
-          const double gap = static_cast<double>(std::max(0L, std::abs(d[a]) - 1)) * width[static_cast<std::size_t>(a)];
-          gap2 += gap * gap;
-        }
-        if (gap2 > radius * radius) continue;
-        const std::ptrdiff_t offset = dx * bins.stride[0] + dy * bins.stride[1] + dz * bins.stride[2];
-        if (dz > 0) stencil.upper.push_back(offset);
-        else if (dz < 0) stencil.lower.push_back(offset);
-        else if (dy > 0 || (dy == 0 && dx > 0)) stencil.plane_upper.push_back(offset);
-        else stencil.plane_lower.push_back(offset);
-      }
+    for (long dy = -bins.pad[1]; dy <= bins.pad[1]; ++dy) {
+      const double rest = radius * radius - gap(dy, 1) - gap(dz, 2);
+      if (rest < 0) continue;
+      long reach = 0;
+      while (reach < bins.pad[0] && gap(reach + 1, 0) <= rest) ++reach;
+      const Row row{-reach + dy * bins.stride[1] + dz * bins.stride[2], 2 * reach + 1};
+      if (dz > 0) stencil.upper.push_back(row);
+      else if (dz < 0) stencil.lower.push_back(row);
+      else if (dy > 0) stencil.plane_upper.push_back(row);
+      else if (dy < 0) stencil.plane_lower.push_back(row);
+      else stencil.reach = reach;
+    }
   return stencil;
 }
 
-/// Entries sorted by bin: coordinates as three arrays, the entry index, and
-/// per bin where its entries start and where its ghosts start (owned first).
+/// Entries sorted by bin, the owned and the ghosts apart (each a structure
+/// of arrays: coordinates and entry index; a row of bins is one run of each).
 struct Sorted {
   std::vector<double> x, y, z;
   std::vector<std::uint32_t> entry;
-  std::vector<std::size_t> start, ghosts;  ///< total + 1; total
+  std::vector<std::size_t> start;  ///< per bin (total + 1)
 };
 
 /// A growing output of candidates kept: written unconditionally, advanced
@@ -98,14 +105,15 @@ struct Kept {
 template <bool Rule>
 inline void scan(const Sorted& sorted, std::size_t from, std::size_t to, const Point& p, double radius2,
                  const GhostPlan& ghosts, int me, Kept& out) {
+  if (from >= to) return;
   out.room(to - from);
   out.tested += to - from;
-  std::uint32_t* values = out.values.data();
+  std::uint32_t* __restrict values = out.values.data();
   std::size_t n = out.count;
-  const double* xs = sorted.x.data();
-  const double* ys = sorted.y.data();
-  const double* zs = sorted.z.data();
-  const std::uint32_t* entries = sorted.entry.data();
+  const double* __restrict xs = sorted.x.data();
+  const double* __restrict ys = sorted.y.data();
+  const double* __restrict zs = sorted.z.data();
+  const std::uint32_t* __restrict entries = sorted.entry.data();
   for (std::size_t k = from; k < to; ++k) {
     const double dx = xs[k] - p[0], dy = ys[k] - p[1], dz = zs[k] - p[2];
     const double r2 = dx * dx + dy * dy + dz * dz;
@@ -127,7 +135,18 @@ inline void scan(const Sorted& sorted, std::size_t from, std::size_t to, const P
 
 }  // namespace
 
-NeighborList::NeighborList(NeighborOptions options) : options_(options) {
+struct NeighborList::Scratch {
+  Sorted owned, ghosts;
+  std::vector<std::uint32_t> bin_of, slot_of, neighbors;
+  std::vector<std::size_t> offsets, ghost_begin, fill;
+  Kept owned_kept, ghost_kept;
+};
+
+NeighborList::NeighborList(NeighborList&&) noexcept = default;
+NeighborList& NeighborList::operator=(NeighborList&&) noexcept = default;
+NeighborList::~NeighborList() = default;
+
+NeighborList::NeighborList(NeighborOptions options) : options_(options), scratch_(std::make_unique<Scratch>()) {
   if (!(options_.cutoff > 0) || !std::isfinite(options_.cutoff))
     reject(fmt::format("cutoff {} must be finite and > 0", options_.cutoff));
   if (!(options_.skin >= 0) || !std::isfinite(options_.skin))
@@ -203,75 +222,96 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
   bins.total = static_cast<std::size_t>(bins.stride[2] * (bins.count[2] + 2 * bins.pad[2]));
   const Stencil stencil = stencil_of(bins, width, radius);
 
-  // Counting sort by bin: entries in index order, so each bin holds its
-  // owned entries first, ascending, then its ghosts.
-  Sorted sorted;
-  sorted.start.assign(bins.total + 1, 0);
-  std::vector<std::size_t> owned_in(bins.total, 0);
-  std::vector<std::uint32_t> bin_of(entries);
+  // Counting sort by bin, the owned entries and the ghosts apart (in index
+  // order within a bin).
+  if (!scratch_) scratch_ = std::make_unique<Scratch>();  // (a moved-from list)
+  Scratch& scratch = *scratch_;
+  Sorted& owned_sorted = scratch.owned;
+  Sorted& ghost_sorted = scratch.ghosts;
+  owned_sorted.start.assign(bins.total + 1, 0);
+  ghost_sorted.start.assign(bins.total + 1, 0);
+  std::vector<std::uint32_t>& bin_of = scratch.bin_of;
+  bin_of.resize(entries);
   for (std::size_t e = 0; e < entries; ++e) {
     const std::size_t b = bins.of(entry(e));
     bin_of[e] = static_cast<std::uint32_t>(b);
-    ++sorted.start[b + 1];
-    if (e < local) ++owned_in[b];
+    ++(e < local ? owned_sorted : ghost_sorted).start[b + 1];
   }
-  for (std::size_t b = 0; b < bins.total; ++b) sorted.start[b + 1] += sorted.start[b];
-  sorted.ghosts.resize(bins.total);
-  for (std::size_t b = 0; b < bins.total; ++b) sorted.ghosts[b] = sorted.start[b] + owned_in[b];
-  sorted.x.resize(entries);
-  sorted.y.resize(entries);
-  sorted.z.resize(entries);
-  sorted.entry.resize(entries);
-  std::vector<std::size_t> fill(sorted.start.begin(), sorted.start.end() - 1);
-  std::vector<std::uint32_t> slot_of(local);
-  for (std::size_t e = 0; e < entries; ++e) {
-    const std::size_t at = fill[bin_of[e]]++;
-    const Point& p = entry(e);
-    sorted.x[at] = p[0];
-    sorted.y[at] = p[1];
-    sorted.z[at] = p[2];
-    sorted.entry[at] = static_cast<std::uint32_t>(e);
-    if (e < local) slot_of[e] = static_cast<std::uint32_t>(at);
+  std::vector<std::uint32_t>& slot_of = scratch.slot_of;
+  slot_of.resize(local);
+  for (Sorted* sorted : {&owned_sorted, &ghost_sorted}) {
+    for (std::size_t b = 0; b < bins.total; ++b) sorted->start[b + 1] += sorted->start[b];
+    const std::size_t count = sorted->start.back();
+    sorted->x.resize(count);
+    sorted->y.resize(count);
+    sorted->z.resize(count);
+    sorted->entry.resize(count);
+    std::vector<std::size_t>& fill = scratch.fill;
+    fill.assign(sorted->start.begin(), sorted->start.end() - 1);
+    const bool owned = sorted == &owned_sorted;
+    for (std::size_t e = owned ? 0 : local; e < (owned ? local : entries); ++e) {
+      const std::size_t at = fill[bin_of[e]]++;
+      const Point& p = entry(e);
+      sorted->x[at] = p[0];
+      sorted->y[at] = p[1];
+      sorted->z[at] = p[2];
+      sorted->entry[at] = static_cast<std::uint32_t>(e);
+      if (owned) slot_of[e] = static_cast<std::uint32_t>(at);
+    }
   }
 
   // The lists, particle by particle: owned neighbours, then ghost ones.
-  std::vector<std::size_t> offsets(local + 1, 0), ghost_begin(local, 0);
-  std::vector<std::uint32_t> neighbors;
+  // (Into the previous build's arrays: their pages are mapped.)
+  std::vector<std::size_t>& offsets = scratch.offsets;
+  std::vector<std::size_t>& ghost_begin = scratch.ghost_begin;
+  std::vector<std::uint32_t>& neighbors = scratch.neighbors;
+  offsets.assign(local + 1, 0);
+  ghost_begin.assign(local, 0);
+  neighbors.clear();
   neighbors.reserve(std::max(neighbors_.size() + neighbors_.size() / 8, local * 8));
-  Kept owned, ghost;
+  Kept& owned = scratch.owned_kept;
+  Kept& ghost = scratch.ghost_kept;
+  owned.tested = ghost.tested = 0;
   const int me = local > 0 ? ghosts.source_of(0) : -1;  // this rank (an owned entry's source)
+  const auto& os = owned_sorted.start;
+  const auto& gs = ghost_sorted.start;
   for (std::size_t i = 0; i < local; ++i) {
     const Point& p = positions[i];
-    const std::size_t b = bin_of[i], slot = slot_of[i];
+    const auto b = static_cast<std::ptrdiff_t>(bin_of[i]);
+    const std::size_t slot = slot_of[i];
     owned.count = ghost.count = 0;
-    auto bin = [&](std::ptrdiff_t offset) { return static_cast<std::size_t>(static_cast<std::ptrdiff_t>(b) + offset); };
+    // A row's runs: [start[first bin], start[last bin + 1]).
+    auto from = [&](const std::vector<std::size_t>& start, const Row& row) {
+      return start[static_cast<std::size_t>(b + row.first)];
+    };
+    auto to = [&](const std::vector<std::size_t>& start, const Row& row) {
+      return start[static_cast<std::size_t>(b + row.first + row.bins)];
+    };
+    const Row own{-stencil.reach, 2 * stencil.reach + 1};
+    const std::size_t own_end = os[static_cast<std::size_t>(b + stencil.reach + 1)];
     if (half) {
-      // The own bin: owned entries after i, ghosts by the rule.
-      scan<false>(sorted, slot + 1, sorted.ghosts[b], p, radius2, ghosts, me, owned);
-      scan<true>(sorted, sorted.ghosts[b], sorted.start[b + 1], p, radius2, ghosts, me, ghost);
-      for (const std::ptrdiff_t offset : stencil.upper) {  // above in z: everything
-        const std::size_t n = bin(offset);
-        scan<false>(sorted, sorted.start[n], sorted.ghosts[n], p, radius2, ghosts, me, owned);
-        scan<false>(sorted, sorted.ghosts[n], sorted.start[n + 1], p, radius2, ghosts, me, ghost);
+      // The own row: owned entries after i (its bin's later ones, the bins to
+      // its right), ghosts by the rule.
+      scan<false>(owned_sorted, slot + 1, own_end, p, radius2, ghosts, me, owned);
+      scan<true>(ghost_sorted, from(gs, own), to(gs, own), p, radius2, ghosts, me, ghost);
+      for (const Row& row : stencil.upper) {  // above in z: everything
+        scan<false>(owned_sorted, from(os, row), to(os, row), p, radius2, ghosts, me, owned);
+        scan<false>(ghost_sorted, from(gs, row), to(gs, row), p, radius2, ghosts, me, ghost);
       }
-      for (const std::ptrdiff_t offset : stencil.plane_upper) {
-        const std::size_t n = bin(offset);
-        scan<false>(sorted, sorted.start[n], sorted.ghosts[n], p, radius2, ghosts, me, owned);
-        scan<true>(sorted, sorted.ghosts[n], sorted.start[n + 1], p, radius2, ghosts, me, ghost);
+      for (const Row& row : stencil.plane_upper) {
+        scan<false>(owned_sorted, from(os, row), to(os, row), p, radius2, ghosts, me, owned);
+        scan<true>(ghost_sorted, from(gs, row), to(gs, row), p, radius2, ghosts, me, ghost);
       }
-      for (const std::ptrdiff_t offset : stencil.plane_lower) {
-        const std::size_t n = bin(offset);
-        scan<true>(sorted, sorted.ghosts[n], sorted.start[n + 1], p, radius2, ghosts, me, ghost);
-      }
+      for (const Row& row : stencil.plane_lower)
+        scan<true>(ghost_sorted, from(gs, row), to(gs, row), p, radius2, ghosts, me, ghost);
     } else {
-      scan<false>(sorted, sorted.start[b], slot, p, radius2, ghosts, me, owned);
-      scan<false>(sorted, slot + 1, sorted.ghosts[b], p, radius2, ghosts, me, owned);
-      scan<false>(sorted, sorted.ghosts[b], sorted.start[b + 1], p, radius2, ghosts, me, ghost);
-      for (const auto* offsets_of : {&stencil.upper, &stencil.plane_upper, &stencil.plane_lower, &stencil.lower})
-        for (const std::ptrdiff_t offset : *offsets_of) {
-          const std::size_t n = bin(offset);
-          scan<false>(sorted, sorted.start[n], sorted.ghosts[n], p, radius2, ghosts, me, owned);
-          scan<false>(sorted, sorted.ghosts[n], sorted.start[n + 1], p, radius2, ghosts, me, ghost);
+      scan<false>(owned_sorted, from(os, own), slot, p, radius2, ghosts, me, owned);
+      scan<false>(owned_sorted, slot + 1, own_end, p, radius2, ghosts, me, owned);
+      scan<false>(ghost_sorted, from(gs, own), to(gs, own), p, radius2, ghosts, me, ghost);
+      for (const auto* rows : {&stencil.upper, &stencil.plane_upper, &stencil.plane_lower, &stencil.lower})
+        for (const Row& row : *rows) {
+          scan<false>(owned_sorted, from(os, row), to(os, row), p, radius2, ghosts, me, owned);
+          scan<false>(ghost_sorted, from(gs, row), to(gs, row), p, radius2, ghosts, me, ghost);
         }
     }
     const std::size_t at = neighbors.size();
@@ -290,11 +330,12 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
   for (std::size_t i = 0; i < local; ++i) stats.ghost_pairs += offsets[i + 1] - ghost_begin[i];
   stats.bins = static_cast<std::size_t>(bins.count[0] * bins.count[1] * bins.count[2]);
   stats.candidates = owned.tested + ghost.tested;
-  stats.stencil = 1 + stencil.upper.size() + stencil.plane_upper.size() + stencil.plane_lower.size() +
-                  stencil.lower.size();
-  offsets_ = std::move(offsets);
-  ghost_begin_ = std::move(ghost_begin);
-  neighbors_ = std::move(neighbors);
+  stats.stencil = static_cast<std::size_t>(2 * stencil.reach + 1);
+  for (const auto* rows : {&stencil.upper, &stencil.plane_upper, &stencil.plane_lower, &stencil.lower})
+    for (const Row& row : *rows) stats.stencil += static_cast<std::size_t>(row.bins);
+  offsets_.swap(offsets);
+  ghost_begin_.swap(ghost_begin);
+  neighbors_.swap(neighbors);
   held_.assign(positions.begin(), positions.begin() + static_cast<std::ptrdiff_t>(local));
   stats_ = stats;
   built_ = true;

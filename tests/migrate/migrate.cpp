@@ -99,6 +99,87 @@ TEST(Migrate, ConservesEverythingOverAThousandStepsWithRebalancing) {
   for (std::size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i + 1);
 }
 
+TEST(Migrate, FillHolesMovesOnlyLeaversAndArrivalsAndConservesEverything) {
+  // MigrationOrder::fill_holes: the same particles end where stable puts
+  // them (as sets), every stayer that is not moved into a hole keeps its
+  // entry, and arrivals land in the leavers' places; more leavers than
+  // arrivals (rank 0 sends half away) and more arrivals than leavers.
+  domex::Comm comm{MPI_COMM_WORLD};
+  const std::uint64_t seed = 37;
+  if (comm.rank() == 0) std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  std::mt19937_64 random(seed + static_cast<std::uint64_t>(comm.rank()));
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, true}});
+  std::vector<Particle> particles;
+  const std::uint64_t per_rank = comm.rank() == 0 ? 600 : 100;
+  for (std::uint64_t i = 0; i < per_rank; ++i) {
+    const std::uint64_t id = static_cast<std::uint64_t>(comm.rank()) * 1000 + i + 1;
+    particles.push_back({{u(random), u(random), u(random)}, {0, 0, 0}, mass_of(id), id});
+  }
+  const Totals before = totals(comm, particles);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Particle> stable = particles, holes = particles;
+    domex::MigrationPlan plan(comm, decomposition, positions_of(particles));
+    domex::MigrationPlan fill(comm, decomposition, positions_of(particles),
+                              {.order = domex::MigrationOrder::fill_holes});
+    domex::migrate(plan, stable);
+    domex::migrate(fill, holes);
+    ASSERT_EQ(stable.size(), holes.size());
+    auto by_id = [](const Particle& a, const Particle& b) { return a.id < b.id; };
+    std::vector<Particle> a = stable, b = holes;
+    std::sort(a.begin(), a.end(), by_id);
+    std::sort(b.begin(), b.end(), by_id);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      ASSERT_EQ(a[k].id, b[k].id);
+      ASSERT_EQ(std::memcmp(&a[k], &b[k], sizeof(Particle)), 0);
+      ASSERT_EQ(decomposition.owner(b[k].x), comm.rank());
+    }
+    // Stayers below the new end that were not leavers keep their entries.
+    const auto leavers = plan.leavers();
+    for (std::size_t i = 0; i < std::min(holes.size(), particles.size()); ++i)
+      if (!std::binary_search(leavers.begin(), leavers.end(), i)) {
+        ASSERT_EQ(holes[i].id, particles[i].id) << "entry " << i;
+      }
+    particles = holes;
+    for (auto& p : particles)
+      for (int axis = 0; axis < 3; ++axis) p.x[axis] = wrap01(p.x[axis] + 0.3 * (u(random) - 0.5));
+  }
+  const Totals after = totals(comm, particles);
+  EXPECT_EQ(after.count, before.count);
+  EXPECT_EQ(after.id_sum, before.id_sum);
+  EXPECT_EQ(after.checksum, before.checksum);
+}
+
+TEST(Migrate, WrappedPositionsComeBackInsideThePeriodicBox) {
+  // migrate(plan, wrapped(x), ...): positions outside a periodic axis (on
+  // the upper face, a period or two away) are wrapped as they move, for
+  // points and for a struct's Point member; a non-periodic axis is left as
+  // it is.
+  domex::Comm comm{MPI_COMM_WORLD};
+  domex::Multisection decomposition(comm, {{0, 0, 0}, {1, 1, 1}}, {.periodic = {true, true, false}});
+  std::vector<Point> x;
+  std::vector<Particle> particles;
+  if (comm.rank() == 0) {
+    x = {{1.0, 0.5, 0.5}, {-0.25, 2.5, 0.75}, {0.5, 1.0, 0.0}, {-2.0, 0.999, 0.5}};
+    for (std::size_t k = 0; k < x.size(); ++k) particles.push_back({x[k], {0, 0, 0}, 1.0, k});
+  }
+  domex::MigrationPlan plan(comm, decomposition, std::span<const Point>(x));
+  std::vector<std::uint64_t> ids;
+  for (std::size_t k = 0; k < x.size(); ++k) ids.push_back(k);
+  domex::migrate(plan, domex::wrapped(x), ids);
+  domex::MigrationPlan again(comm, decomposition, positions_of(particles));
+  domex::migrate(again, domex::wrapped(particles, &Particle::x));
+  const Point expected[4] = {{0.0, 0.5, 0.5}, {0.75, 0.5, 0.75}, {0.5, 0.0, 0.0}, {0.0, 0.999, 0.5}};
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    for (int axis = 0; axis < 3; ++axis) EXPECT_EQ(x[k][axis], expected[ids[k]][axis]) << "particle " << ids[k];
+    EXPECT_EQ(decomposition.owner(x[k]), comm.rank());
+  }
+  for (const auto& p : particles)
+    for (int axis = 0; axis < 3; ++axis) EXPECT_EQ(p.x[axis], expected[p.id][axis]);
+  const auto count = comm.allreduce(x.size(), MPI_SUM);
+  EXPECT_EQ(count, 4u);
+}
+
 TEST(Migrate, SmallMovesTalkOnlyToGeometricNeighbours) {
   domex::Comm comm{MPI_COMM_WORLD};
   std::mt19937_64 random(77 + static_cast<std::uint64_t>(comm.rank()));

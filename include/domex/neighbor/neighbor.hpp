@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -82,6 +83,9 @@ class NeighborList {
   /// Throws domex::Error (local) for a cutoff that is not finite and > 0,
   /// a negative or infinite skin or a negative bin size.
   explicit NeighborList(NeighborOptions options);
+  NeighborList(NeighborList&&) noexcept;
+  NeighborList& operator=(NeighborList&&) noexcept;
+  ~NeighborList();
 
   /// Builds the lists for the plan's last build. `positions`: the owned
   /// particles' positions (local_count() entries) or all size() entries
@@ -115,6 +119,10 @@ class NeighborList {
   /// Listed pairs (the length of neighbors()).
   [[nodiscard]] std::size_t pairs() const noexcept { return neighbors_.size(); }
   [[nodiscard]] const NeighborStats& stats() const noexcept { return stats_; }
+  /// The owned positions the lists were built from (LAMMPS's xhold): what
+  /// needs_rebuild() measures displacements against, and what a checkpoint
+  /// keeps to build the same lists again.
+  [[nodiscard]] std::span<const Point> build_positions() const noexcept { return held_; }
   [[nodiscard]] const NeighborOptions& options() const noexcept { return options_; }
 
   /// Collective over `comm` (one MPI_Allreduce, as LAMMPS's `check yes`):
@@ -135,6 +143,10 @@ class NeighborList {
   std::vector<std::uint32_t> neighbors_;
   std::vector<Point> held_;  ///< the owned positions at the build (skin check)
   bool built_ = false;
+  /// The build's working arrays and the previous lists, kept for the next
+  /// build (a rebuild every few steps maps no new pages).
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;
 };
 
 /// English spelling, for users who look for it.
