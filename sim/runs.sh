@@ -6,20 +6,25 @@
 #               | counts | counts-mps | reduce | crossbar | halo [P...] | let [P...] | model
 #               | ring-compute [P...] | ring-compute-check | decompose [P...]
 #               | ring-fit | ring-model-check | ring-model [P...] | ghost [P...]
-#   (results in build/simruns)
+#               | versions [P...] | rebalance [P...] | rows [name...]
+#   (results in build/simruns with Debian's SimGrid 3.32, build/simruns-simgrid-<version> with a
+#   newer one: sim/run's choice, DOMEX_SIMGRID; every log's first line names the SimGrid that ran)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
 #   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...; sim/plot.py migration
 #   docs/sim-migration.png build/simruns (every migration-*.json there)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${DOMEX_SIM_RUNS:-$root/build/simruns}
+read -r simgrid_version simgrid_prefix _ < <("$root/sim/run" --simgrid) || exit 2
+default_out=$root/build/simruns
+[[ $simgrid_prefix != debian ]] && default_out=$root/build/simruns-simgrid-$simgrid_version
+out=${DOMEX_SIM_RUNS:-$default_out}
 mkdir -p "$out"
 cd "$out"
 run() {  # run <log name> <sim/run arguments...>
   local name=$1
   shift
-  echo "== $(date -u +%H:%M:%S) $name: sim/run $*"
+  echo "== $(date -u +%H:%M:%S) $name: SimGrid $simgrid_version, sim/run $*"
   /usr/bin/time -f "wall %e s, peak memory %M KB" timeout 600 "$root/sim/run" "$@" >"$name.txt" 2>&1
   echo "exit $? $(tail -1 "$name.txt")"
 }
