@@ -8,13 +8,14 @@
 #   sim/versions.sh [VERSION]    # default: the newest that sim/run finds in /opt
 #
 # Builds the SMPI variant for each (build/smpi with Debian's smpicxx,
-# build/smpi-simgrid-VERSION with that prefix's; the targets of sim/ci.sh),
-# runs sim/ci.sh's simulations with each, and compares what the programs
+# build/smpi-simgrid-VERSION with that prefix's; the targets of sim/ci.sh, the
+# count exchange and domex-ring), runs sim/ci.sh's simulations, the count
+# exchange (RMA: fence, passive) and domex-ring with each, and compares what the programs
 # print on stdout (SimGrid's own log lines, on stderr, are left out: they name
 # the version), but for the two figures that are not simulated: a wall time
 # ("wall 0.03 s", domex-sim-rounds) and the tree kernel's rate per core (its
 # simulated time is a few MPI_Wtime calls, which differ run to run on one
-# version too). Prints one line per simulation, then "N passed, N failed";
+# version too) and domex-ring's line that names its output folder. Prints one line per simulation, then "N passed, N failed";
 # exits 1 when any differs. Logs: build/simversions/<version>-<name>.txt.
 # Wall time of each simulation: 'wall' in the log's last stderr line.
 set -uo pipefail
@@ -35,8 +36,9 @@ build() {
   [[ $prefix != debian ]] && compiler=$prefix/bin/smpicxx
   [[ -f $folder/build.ninja ]] ||
     cmake -S "$root" -B "$folder" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$compiler" \
-      -DDOMEX_SMPI=ON -DDOMEX_WERROR=ON -DDOMEX_BUILD_TESTS=OFF -DDOMEX_BUILD_APPS=OFF >/dev/null || return 1
-  cmake --build "$folder" --target domex-sim-check domex-sim-pingpong domex-sim-rounds domex-bench >/dev/null
+      -DDOMEX_SMPI=ON -DDOMEX_WERROR=ON -DDOMEX_BUILD_TESTS=OFF -DDOMEX_BUILD_APPS=ON >/dev/null || return 1
+  cmake --build "$folder" --target domex-sim-check domex-sim-counts domex-sim-pingpong domex-sim-rounds domex-bench \
+    domex-ring >/dev/null
 }
 build debian || { echo "sim/versions.sh: the build with Debian's SimGrid failed" >&2; exit 1; }
 build "$newer" || { echo "sim/versions.sh: the build with SimGrid $newer failed" >&2; exit 1; }
@@ -53,13 +55,15 @@ simulations=(
   "ghost|ib 64 ghost --particles 2000 --cutoffs 0.5 --updates 2 --repeats 1"
   "rounds|ib 64 rounds --bytes 64 --rounds 2"
   "tree|ib 64 tree --particles 64000 --threads 1 --error-samples 0 --steps 1 --lets sparse p2p_fast"
+  "counts|ib:6 36 counts --calls 5"
+  "ring|tofu 64 ring --particles 64000 --steps 4 --threads 1 --image-every 0 --energy-every -1 --output OUT"
 )
-results() { sed -E 's/wall [0-9.]+ s/wall - s/g; s/kernel [0-9.e+-]+ and/kernel - and/' "$1"; }
+results() { sed -E 's/wall [0-9.]+ s/wall - s/g; s/kernel [0-9.e+-]+ and/kernel - and/; /^  results /d' "$1"; }
 passed=0 failed=0
 for simulation in "${simulations[@]}"; do
-  IFS='|' read -r name arguments environment <<<"$simulation"
-  read -ra arguments <<<"$arguments"
+  IFS='|' read -r name arguments_line environment <<<"$simulation"
   for simgrid in debian "$newer"; do
+    read -ra arguments <<<"${arguments_line//OUT/$out/$simgrid-$name}"
     # shellcheck disable=SC2086
     env DOMEX_SIMGRID="$simgrid" OMP_NUM_THREADS=1 $environment /usr/bin/time -f "wall %e s, peak memory %M KB" \
       timeout 300 "$root/sim/run" "${arguments[@]}" >"$out/$simgrid-$name.txt" 2>"$out/$simgrid-$name.err"
