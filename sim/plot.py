@@ -402,23 +402,32 @@ def wall(output, arguments):
         label, folder = argument.split("=", 1)
         for path in sorted(glob.glob(os.path.join(folder, "decompose-*.txt"))):
             match = re.fullmatch(r"decompose-(\w+)-(\d+)\.txt", os.path.basename(path))
-            last = open(path, errors="replace").read().strip().splitlines()[-1:]
+            text = open(path, errors="replace").read()
+            last = text.strip().splitlines()[-1:]
             cost = re.match(r"wall ([0-9.]+) s, peak memory (\d+) KB", last[0]) if last else None
             if match and cost:
-                series.setdefault(label, {})[int(match[2])] = (float(cost[1]), int(cost[2]) / 1e6)
+                # A simulation stopped by the timeout: its wall time is the limit, its memory unknown.
+                stopped = "exited with non-zero status" in text
+                series.setdefault(label, {})[int(match[2])] = (float(cost[1]), None if stopped else int(cost[2]) / 1e6)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
     print("\n| series | P | wall s | peak memory GB |")
     print("|---|---:|---:|---:|")
     for label, values in series.items():
         ranks = sorted(values)
         for r in ranks:
-            print(f"| {label} | {r} | {values[r][0]:.1f} | {values[r][1]:.2f} |")
-        left.plot(ranks, [values[r][0] for r in ranks], "o-", label=label)
-        right.plot(ranks, [values[r][1] for r in ranks], "o-", label=label)
+            memory = "stopped" if values[r][1] is None else f"{values[r][1]:.2f}"
+            print(f"| {label} | {r} | {values[r][0]:.1f} | {memory} |")
+        done = [r for r in ranks if values[r][1] is not None]
+        line, = left.plot(done, [values[r][0] for r in done], "o-", label=label)
+        stopped = [r for r in ranks if values[r][1] is None]
+        if stopped:
+            left.plot(stopped, [values[r][0] for r in stopped], "x", ms=10, color=line.get_color(),
+                      label=f"{label}: stopped at 600 s, no row")
+        right.plot(done, [values[r][1] for r in done], "o-", label=label)
     first = next(iter(series.values()))
     ranks = sorted({r for values in series.values() for r in values})
     low = min(first)
-    left.plot(ranks, [first[low][0] * (r / low) ** 2 for r in ranks], ":", color="grey", label="P^2")
+    left.plot(ranks, [first[low][0] * (r / low) ** 2 for r in ranks], ":", color="grey", label="P^2 (from the first point)")
     left.axhline(600, color="red", lw=0.8)
     left.text(ranks[0], 650, "10 minutes", color="red", fontsize=8)
     right.axhline(20, color="red", lw=0.8)
@@ -430,7 +439,7 @@ def wall(output, arguments):
         axis.legend(fontsize=8)
     left.set_ylabel("wall time of the simulation [s]")
     right.set_ylabel("peak memory of the simulation [GB]")
-    left.set_title("cost of simulating 7 multisection rebalances + migrations")
+    left.set_title("cost of simulating decompose (2 + 5 rebalances, 2 + 2 at 8192)")
     right.set_title("peak resident memory (/usr/bin/time)")
     footer(fig, ["tofu"], "sim/run tofu <P> decompose --particles 2000 --inputs uniform --methods histogram "
            "--repeats 5 (sim/runs.sh decompose), one simulation at a time on a 2-core machine",
