@@ -12,7 +12,11 @@
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
 #   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...; sim/plot.py migration
-#   docs/sim-migration.png build/simruns (every migration-*.json there)
+#   docs/sim-migration.png build/simruns (every migration-*.json there); the SimGrid versions (issue 55):
+#   sim/plot.py wall docs/sim-versions.png "3.32=build/simruns" "4.1=build/simruns-simgrid-4.1"
+#   "4.1, Tofu's bcast named=build/simruns-simgrid-4.1/rebalance-binomial-bcast" (after sim/runs.sh decompose
+#   64 256 1024 with each SimGrid and sim/runs.sh rebalance 1024 2048 4096 8192 with 4.1), and
+#   sim/plot.py decompose docs/sim-decompose-versions.png with the same three label=folder arguments
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 read -r simgrid_version simgrid_prefix _ < <("$root/sim/run" --simgrid) || exit 2
@@ -134,7 +138,8 @@ case ${1:-} in
     # uniform particles per rank, cutoff 0.5 of a domain's width, equal boxes)
     # on IB, one GhostPlan::update timed after the plan's build (its counts'
     # exchange nbx). Default P: 1024 4096 (the exact model: rendezvous was
-    # 7x slower to simulate here; 16384 out of reach, sim/README.md).
+    # 7x slower to simulate here; 16384 out of reach on SimGrid 3.32, 481 s and
+    # 14 GB on 4.1: sim/README.md).
     shift
     ranks=("$@")
     [[ $# -eq 0 ]] && ranks=(1024 4096)
@@ -304,7 +309,8 @@ case ${1:-} in
     # sim/runs.sh rows [name...]: the rows of issue 55's item 3 that were out of reach on SimGrid 3.32,
     # one simulation each, under the SimGrid that sim/run chooses (run with the newer one; the log names
     # it). Names: ghost-4096 ghost-16384 let-ib-256-<alltoallv|sparse|p2p_fast|p2p_exact>
-    # migration-682-16384 tofu-16384 (default: all). The scale settings of "1024 to 16384 ranks"
+    # migration-682-16384 tofu-16384 (default: all), and let-ib-256-sparse-limit16 (SimGrid's
+    # maxmin/concurrency-limit:16: a different sharing model, sim/README.md). The scale settings of "1024 to 16384 ranks"
     # (sim/README.md) where the 3.32 rows used them: equal boxes, rendezvous + overheads, idle polls
     # up to 200 ns for the migration patterns at 16384; Tofu's bcast named (`rebalance` above).
     shift
@@ -317,6 +323,9 @@ case ${1:-} in
         ghost-*)
           run "rows-$name" ib "${name#ghost-}" ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1 \
             --warm-up 0 --discovery nbx --measure update --json "rows-$name.json" ;;
+        let-ib-256-sparse-limit16)
+          DOMEX_SIM_CFG=maxmin/concurrency-limit:16 OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 \
+            --threads 1 --error-samples 0 --steps 1 --lets sparse --json "rows-$name.json" ;;
         let-ib-256-*)
           OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 --threads 1 --error-samples 0 --steps 1 \
             --lets "${name#let-ib-256-}" --json "rows-$name.json" ;;
