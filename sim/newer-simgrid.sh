@@ -56,6 +56,8 @@ if [[ ! -f $source/CMakeLists.txt ]]; then
   tar -xzf "$work/simgrid-$version.tar.gz" -C "$work"
 fi
 build=$work/build
+# SimGrid's configure leaves a test program (test_stackgrowth) in the current folder: run it in $work.
+cd "$work"
 if [[ ! -f $build/build.ninja ]]; then
   cmake -S "$source" -B "$build" -G Ninja -DCMAKE_INSTALL_PREFIX="$prefix" \
     -Denable_smpi=ON -Denable_python=OFF -Denable_java=OFF -Denable_model-checking=OFF -Denable_sthread=OFF \
