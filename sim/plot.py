@@ -9,6 +9,7 @@ SIMULATED with its platform, calibration and command.
   sim/plot.py let docs/sim-let.png ib:64=tree-ib-64.json ...
   sim/plot.py migration docs/sim-migration.png build/simruns   (every migration-<platform>-<P>-<algorithm>.json/.txt)
   sim/plot.py decompose docs/sim-decompose.png label=folder ...   (every decompose-<platform>-<P>.json there)
+  sim/plot.py wall docs/sim-versions.png label=folder ...   (wall time, peak memory of every decompose-*.txt log there)
   sim/plot.py ring docs/sim-ring-model.png build/simruns ib 2 rdv   (folder, platform, DOMEX_SIM_MODEL_FACTOR, eager|rdv|ovh)
 """
 import glob
@@ -40,8 +41,8 @@ def runs(arguments):
     return out
 
 
-def footer(fig, platforms, command, computation="no computation"):
-    lines = [f"SIMULATED (SimGrid 3.32 SMPI, {computation}, calibrated per-message overheads)"]
+def footer(fig, platforms, command, computation="no computation", simgrid="3.32"):
+    lines = [f"SIMULATED (SimGrid {simgrid} SMPI, {computation}, calibrated per-message overheads)"]
     lines += [f"{p}: {CALIBRATION.get(p, p)}" for p in platforms]
     lines.append(command)
     fig.text(0.01, 0.01, "\n".join(lines), fontsize=7, va="bottom", family="monospace")
@@ -373,7 +374,76 @@ def decompose(output, arguments):
     right.set_title("bytes received per rank (histogram reductions)")
     footer(fig, sorted({name.split("(")[-1].rstrip(")") for name in series}),
            "sim/run tofu <P> decompose --particles 2000 --inputs uniform --methods histogram --repeats 5 "
-           "(sim/runs.sh decompose)")
+           "(sim/runs.sh decompose; DOMEX_SIMGRID chooses the SimGrid, each label names its own)",
+           simgrid=versions_of(arguments))
+    fig.tight_layout(rect=(0, 0.12, 1, 1))
+    fig.savefig(output, dpi=110)
+
+
+def versions_of(arguments):
+    """'3.32 / 4.1': the SimGrid versions that the logs of the 'label=folder' arguments name
+    (sim/run's first line, 'sim/run: SimGrid <version> ...'), else 3.32."""
+    found = set()
+    for argument in arguments:
+        for path in glob.glob(os.path.join(argument.split("=", 1)[-1], "*.txt")):
+            with open(path, errors="replace") as log:
+                match = re.match(r"sim/run: SimGrid (\S+) ", log.readline())
+            if match:
+                found.add(match[1])
+    return " / ".join(sorted(found, key=lambda v: [int(x) for x in re.findall(r"\d+", v)])) or "3.32"
+
+
+def wall(output, arguments):
+    """What a simulation costs the machine that runs it: wall time and peak memory (the last line of
+    each log of sim/runs.sh, 'wall <s> s, peak memory <KB> KB') of the decompose-<platform>-<P>.txt
+    logs in each 'label=folder', against P, with a P^2 line through the first series."""
+    series = {}
+    for argument in arguments:
+        label, folder = argument.split("=", 1)
+        for path in sorted(glob.glob(os.path.join(folder, "decompose-*.txt"))):
+            match = re.fullmatch(r"decompose-(\w+)-(\d+)\.txt", os.path.basename(path))
+            text = open(path, errors="replace").read()
+            last = text.strip().splitlines()[-1:]
+            cost = re.match(r"wall ([0-9.]+) s, peak memory (\d+) KB", last[0]) if last else None
+            if match and cost:
+                # A simulation stopped by the timeout: its wall time is the limit, its memory unknown.
+                stopped = "exited with non-zero status" in text
+                series.setdefault(label, {})[int(match[2])] = (float(cost[1]), None if stopped else int(cost[2]) / 1e6)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8))
+    print("\n| series | P | wall s | peak memory GB |")
+    print("|---|---:|---:|---:|")
+    for label, values in series.items():
+        ranks = sorted(values)
+        for r in ranks:
+            memory = "stopped" if values[r][1] is None else f"{values[r][1]:.2f}"
+            print(f"| {label} | {r} | {values[r][0]:.1f} | {memory} |")
+        done = [r for r in ranks if values[r][1] is not None]
+        line, = left.plot(done, [values[r][0] for r in done], "o-", label=label)
+        stopped = [r for r in ranks if values[r][1] is None]
+        if stopped:
+            left.plot(stopped, [values[r][0] for r in stopped], "x", ms=10, color=line.get_color(),
+                      label=f"{label}: stopped at 600 s, no row")
+        right.plot(done, [values[r][1] for r in done], "o-", label=label)
+    first = next(iter(series.values()))
+    ranks = sorted({r for values in series.values() for r in values})
+    low = min(first)
+    left.plot(ranks, [first[low][0] * (r / low) ** 2 for r in ranks], ":", color="grey", label="P^2 (from the first point)")
+    left.axhline(600, color="red", lw=0.8)
+    left.text(ranks[0], 650, "10 minutes", color="red", fontsize=8)
+    right.axhline(20, color="red", lw=0.8)
+    for axis in (left, right):
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.grid(True, which="both", alpha=0.3)
+        axis.set_xlabel("simulated ranks P")
+        axis.legend(fontsize=8)
+    left.set_ylabel("wall time of the simulation [s]")
+    right.set_ylabel("peak memory of the simulation [GB]")
+    left.set_title("cost of simulating decompose (2 + 5 rebalances, 2 + 2 at 8192)")
+    right.set_title("peak resident memory (/usr/bin/time)")
+    footer(fig, ["tofu"], "sim/run tofu <P> decompose --particles 2000 --inputs uniform --methods histogram "
+           "--repeats 5 (sim/runs.sh decompose), one simulation at a time on a 2-core machine",
+           simgrid=versions_of(arguments))
     fig.tight_layout(rect=(0, 0.12, 1, 1))
     fig.savefig(output, dpi=110)
 
@@ -435,5 +505,5 @@ def ring(output, arguments):
 if __name__ == "__main__":
     kind, output, *rest = sys.argv[1:]
     {"sparse": sparse, "counts": counts, "halo": halo, "let": let, "migration": migration,
-     "decompose": decompose, "ring": ring}[kind](output, rest)
+     "decompose": decompose, "ring": ring, "wall": wall}[kind](output, rest)
     print(f"wrote {output}")

@@ -6,20 +6,29 @@
 #               | counts | counts-mps | reduce | crossbar | halo [P...] | let [P...] | model
 #               | ring-compute [P...] | ring-compute-check | decompose [P...]
 #               | ring-fit | ring-model-check | ring-model [P...] | ghost [P...]
-#   (results in build/simruns)
+#               | versions [P...] | rebalance [P...] | rows [name...]
+#   (results in build/simruns with Debian's SimGrid 3.32, build/simruns-simgrid-<version> with a
+#   newer one: sim/run's choice, DOMEX_SIMGRID; every log's first line names the SimGrid that ran)
 # Figures: /usr/bin/python3 sim/plot.py sparse docs/sim-sparse.png ib:64=sparse-ib-64.json
 #   ib:256=sparse-ib-256-nbx.json ... (one platform:P=file per JSON), and
 #   sim/plot.py counts docs/sim-counts.png ib:36=counts-ib-36.txt ...; sim/plot.py migration
-#   docs/sim-migration.png build/simruns (every migration-*.json there)
+#   docs/sim-migration.png build/simruns (every migration-*.json there); the SimGrid versions (issue 55):
+#   sim/plot.py wall docs/sim-versions.png "3.32=build/simruns" "4.1=build/simruns-simgrid-4.1"
+#   "4.1, Tofu's bcast named=build/simruns-simgrid-4.1/rebalance-binomial-bcast" (after sim/runs.sh decompose
+#   64 256 1024 with each SimGrid and sim/runs.sh rebalance 1024 2048 4096 8192 with 4.1), and
+#   sim/plot.py decompose docs/sim-decompose-versions.png with the same three label=folder arguments
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out=${DOMEX_SIM_RUNS:-$root/build/simruns}
+read -r simgrid_version simgrid_prefix _ < <("$root/sim/run" --simgrid) || exit 2
+default_out=$root/build/simruns
+[[ $simgrid_prefix != debian ]] && default_out=$root/build/simruns-simgrid-$simgrid_version
+out=${DOMEX_SIM_RUNS:-$default_out}
 mkdir -p "$out"
 cd "$out"
 run() {  # run <log name> <sim/run arguments...>
   local name=$1
   shift
-  echo "== $(date -u +%H:%M:%S) $name: sim/run $*"
+  echo "== $(date -u +%H:%M:%S) $name: SimGrid $simgrid_version, sim/run $*"
   /usr/bin/time -f "wall %e s, peak memory %M KB" timeout 600 "$root/sim/run" "$@" >"$name.txt" 2>&1
   echo "exit $? $(tail -1 "$name.txt")"
 }
@@ -101,12 +110,36 @@ case ${1:-} in
         fi
       done
     done ;;
+  versions)
+    # sim/runs.sh versions [P...]: the same simulations on each SimGrid (issue 55): run once with
+    # DOMEX_SIMGRID=debian and once with the newer one (its own folder of results); default P: 64
+    # 1024. IB, exact sends: the sparse exchange on a migration pattern (nbx, reduce_scatter), the
+    # deep halo (12^3 cells, k = 1) and domex-ring (1000 particles per rank, communication only,
+    # 4 steps; VERSIONS_KINDS="sparse halo" runs a subset). Their wall time and peak memory: the log's
+    # last line.
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(64 1024)
+    export OMP_NUM_THREADS=1
+    kinds=${VERSIONS_KINDS:-sparse halo ring}  # or a subset of these
+    for P in "${ranks[@]}"; do
+      [[ " $kinds " == *" sparse "* ]] &&
+      run "versions-sparse-ib-$P" ib "$P" sparse --patterns migration:100^3 --sizes 64 --seconds-per-row 0 --no-plan \
+        --rounds 1 --warm-up 1 --algorithms nbx reduce_scatter --json "versions-sparse-ib-$P.json"
+      [[ " $kinds " == *" halo "* ]] &&
+      run "versions-halo-ib-$P" ib "$P" halo --experiments A --exchanged 8 --variants plan/full --repeats 1 \
+        --back-to-back 1 --cell-seconds 6.2e-7 --cells 12 --depths 1 --steps 1 --json "versions-halo-ib-$P.json"
+      [[ " $kinds " == *" ring "* ]] &&
+      run "versions-ring-ib-$P" ib "$P" ring --particles $((1000 * P)) --steps 4 --threads 1 --image-every 0 \
+        --energy-every -1 --output "versions-ring-ib-$P"
+    done ;;
   ghost)
     # sim/runs.sh ghost [P...]: the ghost exchange (domex::GhostPlan, 200
     # uniform particles per rank, cutoff 0.5 of a domain's width, equal boxes)
     # on IB, one GhostPlan::update timed after the plan's build (its counts'
     # exchange nbx). Default P: 1024 4096 (the exact model: rendezvous was
-    # 7x slower to simulate here; 16384 out of reach, sim/README.md).
+    # 7x slower to simulate here; 16384 out of reach on SimGrid 3.32, 481 s and
+    # 14 GB on 4.1: sim/README.md).
     shift
     ranks=("$@")
     [[ $# -eq 0 ]] && ranks=(1024 4096)
@@ -252,6 +285,58 @@ case ${1:-} in
     for P in "${ranks[@]}"; do
       run "decompose-tofu-$P" tofu "$P" decompose --particles 2000 --inputs uniform --methods histogram --repeats 5 \
         --json "decompose-tofu-$P.json"
+    done ;;
+  rebalance)
+    # sim/runs.sh rebalance [P...]: the decomposition of `decompose` above, with Tofu's bcast named
+    # binomial_tree (smpi/bcast). SMPI's ompi selector broadcasts each new communicator's id with
+    # mvapich2_knomial_intra_node, which first runs Comm::init_smp (two ring allgathers, P^2
+    # messages) on it: 21 % of the 1024-rank simulation's CPU (perf, SimGrid 4.1). Slightly different
+    # simulated times (+0.6 % at 1024, +3.5 % at 2048: the rebalance broadcasts too): its own series,
+    # in <results>/rebalance-binomial-bcast. Default P: 1024 2048 4096; from 8192 on 2 repeats.
+    shift
+    ranks=("$@")
+    [[ $# -eq 0 ]] && ranks=(1024 2048 4096)
+    mkdir -p rebalance-binomial-bcast
+    cd rebalance-binomial-bcast || exit 2
+    export DOMEX_SIM_CFG="${DOMEX_SIM_CFG:+$DOMEX_SIM_CFG }smpi/bcast:binomial_tree"
+    for P in "${ranks[@]}"; do
+      repeats=5
+      ((P >= 8192)) && repeats=2
+      run "decompose-tofu-$P" tofu "$P" decompose --particles 2000 --inputs uniform --methods histogram \
+        --repeats "$repeats" --json "decompose-tofu-$P.json"
+    done ;;
+  rows)
+    # sim/runs.sh rows [name...]: the rows of issue 55's item 3 that were out of reach on SimGrid 3.32,
+    # one simulation each, under the SimGrid that sim/run chooses (run with the newer one; the log names
+    # it). Names: ghost-4096 ghost-16384 let-ib-256-<alltoallv|sparse|p2p_fast|p2p_exact>
+    # migration-682-16384 tofu-16384 (default: all), and let-ib-256-sparse-limit16 (SimGrid's
+    # maxmin/concurrency-limit:16: a different sharing model, sim/README.md). The scale settings of "1024 to 16384 ranks"
+    # (sim/README.md) where the 3.32 rows used them: equal boxes, rendezvous + overheads, idle polls
+    # up to 200 ns for the migration patterns at 16384; Tofu's bcast named (`rebalance` above).
+    shift
+    names=("$@")
+    [[ $# -eq 0 ]] && names=(ghost-4096 ghost-16384 let-ib-256-sparse let-ib-256-p2p_fast let-ib-256-p2p_exact
+                             let-ib-256-alltoallv migration-682-16384 tofu-16384)
+    scale=(--sizes 64 --seconds-per-row 0 --no-plan --rounds 1 --warm-up 0 --algorithms nbx --migration-samples 0)
+    for name in "${names[@]}"; do
+      case $name in
+        ghost-*)
+          run "rows-$name" ib "${name#ghost-}" ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1 \
+            --warm-up 0 --discovery nbx --measure update --json "rows-$name.json" ;;
+        let-ib-256-sparse-limit16)
+          DOMEX_SIM_CFG=maxmin/concurrency-limit:16 OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 \
+            --threads 1 --error-samples 0 --steps 1 --lets sparse --json "rows-$name.json" ;;
+        let-ib-256-*)
+          OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 --threads 1 --error-samples 0 --steps 1 \
+            --lets "${name#let-ib-256-}" --json "rows-$name.json" ;;
+        migration-682-16384)
+          DOMEX_SIM_RENDEZVOUS=overheads DOMEX_SIM_IDLE_POLL_NS=200 run "rows-$name" ib 16384 sparse \
+            --patterns migration:682^3 "${scale[@]}" --json "rows-$name.json" ;;
+        tofu-16384)
+          DOMEX_SIM_RENDEZVOUS=overheads DOMEX_SIM_IDLE_POLL_NS=200 DOMEX_SIM_CFG=smpi/bcast:binomial_tree \
+            run "rows-$name" tofu 16384 sparse --patterns migration:100^3 "${scale[@]}" --json "rows-$name.json" ;;
+        *) echo "sim/runs.sh rows: no row $name" >&2; exit 2 ;;
+      esac
     done ;;
   ring-compute-check)
     # What is charged against what is measured: domex-ring at np 1 and 2,
