@@ -128,6 +128,9 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   if (!root) return;
 
   const long ran = std::max(1L, solver.steps() - first_step);
+  double cg_seconds = 0;  // the slowest rank's
+  for (const auto& row : rows)
+    if (row.name == "Poisson CG") cg_seconds = row.max;
   const double mean_iterations =
       static_cast<double>(solver.total_cg_iterations()) / static_cast<double>(std::max(1L, solver.solved_steps()));
   fmt::print("domex-mps  dam break (Martin & Moyce n^2 = 2)  a {} m  l0 a/{}  {} ranks  {}  count exchange {}\n",
@@ -138,8 +141,12 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   fmt::print("  steps            {:>12}   dt {:.4g} s, t {:.4g} s, T {:.4f}\n", solver.steps(), solver.dt(),
              solver.time(), solver.dimensionless_time());
   fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(ran), wall);
-  fmt::print("  CG iterations    {:>12}   {:.1f} per step, last {} (tolerance {:g})\n", solver.total_cg_iterations(),
-             mean_iterations, solver.last_cg_iterations(), config.cg_tolerance);
+  fmt::print("  CG iterations    {:>12}   {:.1f} per step, last {} (tolerance {:g}, preconditioner {})\n",
+             solver.total_cg_iterations(), mean_iterations, solver.last_cg_iterations(), config.cg_tolerance,
+             config.cg_preconditioner);
+  fmt::print("  CG time          {:>12.1f} us per iteration, {:.1f} % of the step (slowest rank)\n",
+             1e6 * cg_seconds / static_cast<double>(std::max(1L, solver.total_cg_iterations())),
+             100 * cg_seconds / std::max(1e-300, wall));
   fmt::print("  imbalance        {:>12.3f}   max / mean owned particles per rank (last step)\n", imbalance);
   fmt::print("  phase                      min s      avg s      max s    calls\n");
   for (const auto& row : rows) {
@@ -200,6 +207,8 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       {"cg_iterations_total", solver.total_cg_iterations()},
       {"cg_iterations_per_step", iterations},
       {"cg_tolerance", config.cg_tolerance},
+      {"cg_preconditioner", config.cg_preconditioner},
+      {"cg_seconds_per_iteration", cg_seconds / static_cast<double>(std::max(1L, solver.total_cg_iterations()))},
       {"count_exchange_median_seconds", exchange_time[2]},
       {"exchange_partners",
        {{"min", partner_stats[0]},

@@ -19,7 +19,7 @@ run 2 "${common[@]}" --count-exchange put --snapshot-every 1000 --output "$work/
 [[ -s "$work/two/mps.json" && -s "$work/two/front.png" ]] || fail "no mps.json or front.png"
 ls "$work/two"/flow_*.png > /dev/null 2>&1 || fail "no PNG"
 [[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
-for needle in "Poisson CG" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
+for needle in "Poisson CG" "Poisson matrix" "CG time" "preconditioner mic" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
               "ranks each rank exchanges with" "Martin & Moyce" "checksum"; do
   grep -q "$needle" "$work/two.txt" || fail "no '$needle' in the output: $(cat "$work/two.txt")"
 done
@@ -75,6 +75,7 @@ expect_bad "snapshot every" "--snapshot-every -3" --snapshot-every -3 --output "
 expect_bad "decomposition" "--decomposition octree" --decomposition octree --output "$work/bad"
 expect_bad "count exchange" "--count-exchange gather" --count-exchange gather --output "$work/bad"
 expect_bad "cfl" "--cfl 2" --cfl 2 --output "$work/bad"
+expect_bad "preconditioner" "--cg-preconditioner ilu" --cg-preconditioner ilu --output "$work/bad"
 expect_bad "dimension" "--dimension 4" --dimension 4 --output "$work/bad"
 expect_bad "3-D layers" "--layers 4" --dimension 3 --layers 4 --output "$work/bad"
 expect_bad "end time" "--end-time -1" --end-time -1 --output "$work/bad"
