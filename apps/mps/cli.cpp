@@ -58,6 +58,10 @@ apps::AppPtr make_app(CommandLine& line) {
   physical("--restitution", config.restitution, "of the collision model");
   physical("--skin", config.skin, "Verlet skin of ghosts and neighbour lists, in l0");
   physical("--cg-tolerance", config.cg_tolerance, "relative residual of the Poisson CG");
+  app->add_option("--cg-preconditioner", config.cg_preconditioner,
+                  "mic (modified incomplete Cholesky of each rank's rows) | jacobi (the diagonal)")
+      ->capture_default_str()
+      ->group("Physics and numerics");
   app->add_option("--cg-max-iterations", config.cg_max_iterations, "CG iterations before the run fails")
       ->capture_default_str()
       ->group("Physics and numerics");

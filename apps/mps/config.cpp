@@ -67,6 +67,8 @@ void validate(const Config& config, const Comm& comm) {
     reject(fmt::format("--skin {}: must be in (0, 4] (in l0)", config.skin));
   if (!(config.cg_tolerance > 0) || !(config.cg_tolerance < 1))
     reject(fmt::format("--cg-tolerance {}: must be in (0, 1)", config.cg_tolerance));
+  if (config.cg_preconditioner != "mic" && config.cg_preconditioner != "jacobi")
+    reject(fmt::format("--cg-preconditioner {}: must be mic or jacobi", config.cg_preconditioner));
   if (config.cg_max_iterations < 1)
     reject(fmt::format("--cg-max-iterations {}: must be >= 1", config.cg_max_iterations));
   // Filesystem verdict from rank 0 only, thrown on every rank.

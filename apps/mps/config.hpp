@@ -42,6 +42,7 @@ struct Config {
   double restitution = 0.2;          ///< of the collision model
   double skin = 1.0;                 ///< Verlet skin of the ghost and neighbour lists, in l0
   double cg_tolerance = 1e-9;        ///< ||r|| <= tol ||b||
+  std::string cg_preconditioner = "mic";  ///< "mic" (modified incomplete Cholesky per rank) | "jacobi"
   long cg_max_iterations = 20000;
 };
 

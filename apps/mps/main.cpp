@@ -32,6 +32,9 @@ namespace {
 
 using namespace domex::mps;
 
+/// "1 rank", "2 ranks".
+std::string ranks(int count) { return fmt::format("{} rank{}", count, count == 1 ? "" : "s"); }
+
 /// The whole run after validation. Collective; throws domex::Error on every rank.
 void simulate(domex::Comm& comm, const Config& config, bool verify) {
   namespace fs = std::filesystem;
@@ -54,8 +57,8 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   if (root)
     fmt::print(stderr,
                "domex-mps: dam break a = {} m, l0 = a/{} = {:.4g} m, {} fluid + {} wall + {} dummy particles on {} "
-               "ranks ({}), dt {:.4g} s, {} steps to T = {:.3g}\n",
-               config.width, config.resolution, solver.spacing(), counts[0], counts[1], counts[2], comm.size(),
+               "({}), dt {:.4g} s, {} steps to T = {:.3g}\n",
+               config.width, config.resolution, solver.spacing(), counts[0], counts[1], counts[2], ranks(comm.size()),
                config.decomposition, solver.dt(), last_step,
                static_cast<double>(last_step) * solver.dt() * std::sqrt(2 * config.gravity / config.width));
 
@@ -128,18 +131,25 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   if (!root) return;
 
   const long ran = std::max(1L, solver.steps() - first_step);
+  double cg_seconds = 0;  // the slowest rank's
+  for (const auto& row : rows)
+    if (row.name == "Poisson CG") cg_seconds = row.max;
   const double mean_iterations =
       static_cast<double>(solver.total_cg_iterations()) / static_cast<double>(std::max(1L, solver.solved_steps()));
-  fmt::print("domex-mps  dam break (Martin & Moyce n^2 = 2)  a {} m  l0 a/{}  {} ranks  {}  count exchange {}\n",
-             config.width, config.resolution, comm.size(), config.decomposition, config.count_exchange);
+  fmt::print("domex-mps  dam break (Martin & Moyce n^2 = 2)  a {} m  l0 a/{}  {}  {}  count exchange {}\n",
+             config.width, config.resolution, ranks(comm.size()), config.decomposition, config.count_exchange);
   fmt::print("  particles        {:>12}   fluid {}, wall {}, dummy {} (at the start: {})\n",
              final_counts[0] + final_counts[1] + final_counts[2], final_counts[0], final_counts[1], final_counts[2],
              counts[0] + counts[1] + counts[2]);
   fmt::print("  steps            {:>12}   dt {:.4g} s, t {:.4g} s, T {:.4f}\n", solver.steps(), solver.dt(),
              solver.time(), solver.dimensionless_time());
   fmt::print("  time per step    {:>12.3f} ms (wall {:.3f} s)\n", 1e3 * wall / static_cast<double>(ran), wall);
-  fmt::print("  CG iterations    {:>12}   {:.1f} per step, last {} (tolerance {:g})\n", solver.total_cg_iterations(),
-             mean_iterations, solver.last_cg_iterations(), config.cg_tolerance);
+  fmt::print("  CG iterations    {:>12}   {:.1f} per step, last {} (tolerance {:g}, preconditioner {})\n",
+             solver.total_cg_iterations(), mean_iterations, solver.last_cg_iterations(), config.cg_tolerance,
+             config.cg_preconditioner);
+  fmt::print("  CG time          {:>12.1f} us per iteration, {:.1f} % of the step (slowest rank)\n",
+             1e6 * cg_seconds / static_cast<double>(std::max(1L, solver.total_cg_iterations())),
+             100 * cg_seconds / std::max(1e-300, wall));
   fmt::print("  imbalance        {:>12.3f}   max / mean owned particles per rank (last step)\n", imbalance);
   fmt::print("  phase                      min s      avg s      max s    calls\n");
   for (const auto& row : rows) {
@@ -153,18 +163,27 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       config.count_exchange, seconds.size(), 1e6 * exchange_time[2], 1e6 * exchange_time[0], 1e6 * exchange_time[4]);
   fmt::print("  ranks each rank exchanges with (over ranks and steps): min {} / q1 {} / median {} / q3 {} / max {}\n",
              partner_stats[0], partner_stats[1], partner_stats[2], partner_stats[3], partner_stats[4]);
-  const auto front = compare_front(series);
+  const FrontComparison comparison = compare_front(series, far_wall_front(config));
+  const auto& front = comparison.rows;
   fmt::print("  surge front Z(T) against Martin & Moyce (1952), n^2 = 2; Z = max x of fluid / a from the back wall\n");
   fmt::print("      T    Z exp    Z sim   deviation   | T shifted +0.175: Z sim  deviation\n");
-  // A T the run did not reach (--end-time, --steps) shows as "-", not nan.
+  // A T the run did not reach (--end-time, --steps) shows as "-", not nan;
+  // one at or past the impact on the far wall as "wall".
   const auto cells = [](double Z, double deviation) {
-    return std::isnan(Z) ? fmt::format("{:>7}  {:>10}", "-", "-") : fmt::format("{:7.3f}  {:+8.1f} %", Z, 100 * deviation);
+    if (std::isnan(Z)) return fmt::format("{:>7}  {:>10}", "-", "-");
+    if (std::isnan(deviation)) return fmt::format("{:7.3f}  {:>10}", Z, "wall");
+    return fmt::format("{:7.3f}  {:+8.1f} %", Z, 100 * deviation);
   };
   for (const auto& row : front) {
     if (std::isnan(row.Z) && std::isnan(row.Z_shifted)) continue;
     fmt::print("  {:5.2f}  {:7.2f}  {}   |                    {}\n", row.T, row.Z_experiment, cells(row.Z, row.deviation),
                cells(row.Z_shifted, row.deviation_shifted));
   }
+  if (!std::isnan(comparison.impact_T))
+    fmt::print(
+        "  the front reached the far wall (Z >= {:.3f}, within 1.5 l0 of its first layer) at T = {:.3f}: no comparison "
+        "from there (\"wall\")\n",
+        comparison.impact_Z, comparison.impact_T);
   if (verify) fmt::print("  checksum         {:016x}\n", checksum);
   if (!writing) return;
   using Json = nlohmann::ordered_json;
@@ -200,6 +219,8 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       {"cg_iterations_total", solver.total_cg_iterations()},
       {"cg_iterations_per_step", iterations},
       {"cg_tolerance", config.cg_tolerance},
+      {"cg_preconditioner", config.cg_preconditioner},
+      {"cg_seconds_per_iteration", cg_seconds / static_cast<double>(std::max(1L, solver.total_cg_iterations()))},
       {"count_exchange_median_seconds", exchange_time[2]},
       {"exchange_partners",
        {{"min", partner_stats[0]},
@@ -208,22 +229,25 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
         {"q3", partner_stats[3]},
         {"max", partner_stats[4]}}},
       {"front_vs_martin_moyce", front_rows},
+      {"front_impact_T", std::isnan(comparison.impact_T) ? Json(nullptr) : Json(comparison.impact_T)},
       {"front_T_Z", series_rows},
       {"checksum", fmt::format("{:016x}", checksum)},
       {"profile", profile_rows}};
   domex::apps::write_file(folder / "mps.json", document.dump(1) + "\n");
   std::string partners_text = fmt::format(
-      "# domex-mps: the ranks each rank sends ghost counts to at step {} ({} ranks, {}); line r: rank r's\n",
-      solver.steps(), comm.size(), config.decomposition);
+      "# domex-mps: the ranks each rank sends ghost counts to at step {} ({}, {}); line r: rank r's\n",
+      solver.steps(), ranks(comm.size()), config.decomposition);
   for (std::size_t r = 0, at = 0; r < partner_lengths.size(); at += static_cast<std::size_t>(partner_lengths[r++]))
     partners_text += fmt::format(
         "{}\n", fmt::join(std::span(partner_lists).subspan(at, static_cast<std::size_t>(partner_lengths[r])), " "));
   domex::apps::write_file(folder / "count_partners.txt", partners_text);
+  domex::apps::write_file(folder / "front.csv", front_csv(series, first_step, comparison));
+  const double far_wall = 4 + 1.0 / static_cast<double>(config.resolution);  // its first layer, x = 4a + l0
   domex::apps::write_png(
       folder / "front.png",
-      front_picture(
-          series, fmt::format("surge front: MPS, spacing a/{}, vs Martin & Moyce (1952), n^2 = 2", config.resolution)));
-  fmt::print("  results          {}\n", (folder / "mps.json").string());
+      front_picture(series, far_wall, fmt::format("MPS a/{}", config.resolution),
+                    fmt::format("surge front Z(T), MPS a/{} vs Martin & Moyce (1952)", config.resolution)));
+  fmt::print("  results          {} (front.csv, front.png, flow_*.png beside it)\n", (folder / "mps.json").string());
 }
 
 int run(int argc, char** argv) {

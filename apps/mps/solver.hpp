@@ -3,9 +3,10 @@
 // The moving-particle semi-implicit method (Koshizuka & Oka 1996, Nucl. Sci.
 // Eng. 123, 421) on domex, distributed: particles migrate to the rank owning
 // their bucket every step, ghosts within r_e + skin come from domex::GhostPlan,
-// and the pressure Poisson equation is solved by conjugate gradients with one
-// ghost update of the search direction and two allreduces per iteration,
-// never gathered.
+// and the pressure Poisson equation is solved by conjugate gradients
+// (preconditioned by a modified incomplete Cholesky factor of each rank's
+// rows, started from the last step's pressure) with one ghost update of the
+// search direction and two allreduces per iteration, never gathered.
 //
 // One step (the order of Koshizuka's sample code):
 //   rebalance, migrate, sort owned by id, ghost build, count exchange (timed)
@@ -18,8 +19,9 @@
 // Determinism: owned particles are kept in id order and every neighbour sum
 // runs over the neighbours in id order, so a step on a given set of owned
 // particles is bitwise the same whatever their previous ranks or order
-// (restart at the same np is bitwise); across np only the allreduce order of
-// CG's dot products differs (agreement to the CG tolerance).
+// (restart at the same np is bitwise: the checkpoint holds CG's first
+// guess); across np the preconditioner's blocks (one per rank) and the
+// allreduce order of CG's dot products differ (agreement to the CG tolerance).
 
 #include <domex/comm/comm.hpp>
 #include <domex/comm/profile.hpp>
@@ -100,8 +102,20 @@ class Solver {
   /// The pressure of owned particle i at the last step (0 before the first).
   [[nodiscard]] double pressure(std::size_t i) const noexcept { return i < p_.size() ? p_[i] : 0.0; }
 
-  /// Collective: writes every particle (sorted by id) and the step to `path`
-  /// (all or nothing); readable at any np.
+  /// The pressure Poisson equation of the last step on this rank's rows, one
+  /// per inner owned particle (tests: a direct solve of the same system).
+  struct PoissonRows {
+    std::vector<std::int64_t> id;      ///< the particle of each row
+    std::vector<std::size_t> first;    ///< row k's entries: [first[k], first[k + 1])
+    std::vector<std::int64_t> column;  ///< the particle of each entry (the row's own: the diagonal)
+    std::vector<double> value;
+    std::vector<double> rhs, solution;  ///< b and CG's p (before negative pressures are clamped) per row
+  };
+  [[nodiscard]] PoissonRows poisson_rows() const;
+
+  /// Collective: writes every particle (sorted by id, with CG's last
+  /// solution, the next step's first guess) and the step to `path` (all or
+  /// nothing); readable at any np.
   void write_checkpoint(const std::filesystem::path& path) const;
   /// Collective: the state of a checkpoint written by a run of the same
   /// width, resolution and physics. Throws domex::Error on every rank naming
@@ -128,7 +142,8 @@ class Solver {
   void collide();
   void solve_pressure();
   void correct();
-  long conjugate_gradients(std::vector<double>& p, const std::vector<double>& b);
+  void assemble_poisson();
+  long conjugate_gradients();
   template <class... Fields>
   void update(Fields&&... fields);
 
@@ -153,6 +168,17 @@ class Solver {
   std::vector<std::uint32_t> neighbour_;
   // Pressure step.
   std::vector<double> n_, p_;
+  std::vector<double> previous_;  ///< CG's solution of the last step per owned particle (the first guess); 0: none
+  /// The Poisson equation of this step, a row per inner owned particle (see assemble_poisson()).
+  struct PoissonMatrix {
+    std::vector<std::uint32_t> row;                 ///< the owned particle of each row, ascending
+    std::vector<std::size_t> first, upper, ghost;   ///< a row's entries: [first, upper) rows before it,
+                                                    ///< [upper, ghost) rows after it, [ghost, first + 1) ghosts
+    std::vector<std::uint32_t> column;              ///< a row number, or an owned + ghost index for ghosts
+    std::vector<double> value, diagonal, rhs;
+    std::vector<double> inverse;                    ///< the preconditioner's diagonal, inverted
+    std::vector<double> solution;                   ///< CG's, before negative pressures are clamped
+  } poisson_;
   std::vector<std::int8_t> inner_;  ///< 1: unknown of the PPE; 0: p = 0 (surface) or not solved (dummy)
 
   long last_cg_iterations_ = 0, total_cg_iterations_ = 0, solved_steps_ = 0;

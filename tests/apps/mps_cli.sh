@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # The domex-mps executable as a user runs it: a short run writes the phase
-# table, the Z(T) table, mps.json, a PNG and particle snapshots (VTK, HDF5)
-# (no .part left); checkpoint/restart
+# table, the Z(T) table, mps.json, front.csv, the PNGs at their sizes and
+# particle snapshots (VTK, HDF5) (no .part left); a run to the impact on the
+# far wall stops comparing there; checkpoint/restart
 # at the same np gives the uninterrupted run's checksum, and a checkpoint is
 # read at another np; bad values exit with 2, name the value under one prefix
 # (domex-mps:) and write nothing.
@@ -19,13 +20,38 @@ run 2 "${common[@]}" --count-exchange put --snapshot-every 1000 --output "$work/
 [[ -s "$work/two/mps.json" && -s "$work/two/front.png" ]] || fail "no mps.json or front.png"
 ls "$work/two"/flow_*.png > /dev/null 2>&1 || fail "no PNG"
 [[ -z "$(find "$work/two" -name '*.part')" ]] || fail "a .part file was left behind"
-for needle in "Poisson CG" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
+for needle in "Poisson CG" "Poisson matrix" "CG time" "preconditioner mic" "ghost update" "ghost build" "neighbour search" "migration" "count exchange (put)" \
               "ranks each rank exchanges with" "Martin & Moyce" "checksum"; do
   grep -q "$needle" "$work/two.txt" || fail "no '$needle' in the output: $(cat "$work/two.txt")"
 done
 grep -q "step .*T .*Z .*CG" "$work/two.err" || fail "no progress line"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['particles']['fluid']==128 and d['front_T_Z'] and d['cg_iterations_total']>0" \
   "$work/two/mps.json" || fail "mps.json lacks the particles, the front or the CG iterations"
+# front.csv: the header, and T = 0.41 compared (unshifted and shifted); the images at their stated sizes
+# (a/8: the flow plot 720 x 459 pixels, 921 x 555 with its axes; front.png 733 x 576).
+header=step,T,Z,Z_experiment,deviation,Z_shifted_0.175,deviation_shifted_0.175,at_far_wall
+[[ "$(head -1 "$work/two/front.csv")" == "$header" ]] ||
+  fail "front.csv header: $(head -1 "$work/two/front.csv")"
+grep -Eq '^,0\.410000,[0-9.]+,1\.11,-?[0-9.]+,[0-9.]+,-?[0-9.]+,0$' "$work/two/front.csv" ||
+  fail "front.csv: no compared row at T = 0.41: $(grep '^,' "$work/two/front.csv")"
+png_size() {  # width x height from the PNG's IHDR
+  python3 -c "import struct,sys; print('%dx%d' % struct.unpack('>II', open(sys.argv[1],'rb').read(24)[16:24]))" "$1"
+}
+flow=$(ls "$work/two"/flow_*.png | tail -1)
+[[ "$(png_size "$flow")" == 921x555 ]] || fail "$flow: $(png_size "$flow")"
+[[ "$(png_size "$work/two/front.png")" == 733x576 ]] || fail "front.png: $(png_size "$work/two/front.png")"
+# A run to the impact (a/16: the front reaches the far wall at T = 2.95): the table and front.csv stop
+# comparing there and say so; the flag turns 1.
+run 2 --resolution 16 --output "$work/wall" > "$work/wall.txt" 2> /dev/null || fail "a/16 run failed"
+grep -q "the front reached the far wall .* at T = 2.9" "$work/wall.txt" ||
+  fail "no impact line: $(cat "$work/wall.txt")"
+grep -Eq '^ +2\.98 +3\.67 +[0-9.]+ +wall +\|' "$work/wall.txt" ||
+  fail "T = 2.98 compared past the impact: $(grep 2.98 "$work/wall.txt")"
+grep -Eq '^,2\.980000,[0-9.]+,3\.67,,[0-9.]+,-?[0-9.]+,1$' "$work/wall/front.csv" ||
+  fail "front.csv at T = 2.98: $(grep '^,2.98' "$work/wall/front.csv")"
+grep -Eq '^,2\.830000,[0-9.]+,3\.44,-?[0-9.]+,[0-9.]+,-?[0-9.]+,0$' "$work/wall/front.csv" ||
+  fail "front.csv at T = 2.83: $(grep '^,2.83' "$work/wall/front.csv")"
+[[ "$(tail -1 "$work/wall/front.csv" | cut -d, -f8)" == 1 ]] || fail "front.csv: the last step not flagged at the wall"
 # The last step's count partners, a line per rank (sim/counts.cpp --partners): at np 2 each rank names the other.
 [[ "$(grep -v '^#' "$work/two/count_partners.txt" | tr '\n' ';')" == "1;0;" ]] ||
   fail "count_partners.txt: $(cat "$work/two/count_partners.txt")"
@@ -62,6 +88,7 @@ sum_full=$(grep checksum "$work/ck.txt") sum_restart=$(grep checksum "$work/ck2.
 run 1 "${ck[@]}" --decomposition multisection --restart "$work/ck/checkpoint_000006.dmx" --output "$work/ck1" \
   > "$work/ck1.txt" 2> /dev/null || fail "restart on 1 rank failed"
 grep -q "particles .* fluid 128," "$work/ck1.txt" || fail "restart on 1 rank lost particles: $(cat "$work/ck1.txt")"
+grep -q "^domex-mps .* 1 rank  multisection" "$work/ck1.txt" || fail "not '1 rank': $(head -1 "$work/ck1.txt")"
 # A checkpoint of other physics is a run failure (exit 1) naming the value.
 status=0
 run 2 --resolution 8 --steps 12 --viscosity 2e-6 --restart "$work/ck/checkpoint_000006.dmx" > /dev/null \
@@ -75,6 +102,7 @@ expect_bad "snapshot every" "--snapshot-every -3" --snapshot-every -3 --output "
 expect_bad "decomposition" "--decomposition octree" --decomposition octree --output "$work/bad"
 expect_bad "count exchange" "--count-exchange gather" --count-exchange gather --output "$work/bad"
 expect_bad "cfl" "--cfl 2" --cfl 2 --output "$work/bad"
+expect_bad "preconditioner" "--cg-preconditioner ilu" --cg-preconditioner ilu --output "$work/bad"
 expect_bad "dimension" "--dimension 4" --dimension 4 --output "$work/bad"
 expect_bad "3-D layers" "--layers 4" --dimension 3 --layers 4 --output "$work/bad"
 expect_bad "end time" "--end-time -1" --end-time -1 --output "$work/bad"
