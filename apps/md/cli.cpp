@@ -43,7 +43,11 @@ apps::AppPtr make_app(CommandLine& line) {
   const auto how = [&](const char* name, auto& value, const char* help) {
     app->add_option(name, value, help)->capture_default_str()->group("How");
   };
-  how("--overlap", config.overlap, "on: owned pairs computed while positions and forces travel | off");
+  how("--overlap", config.overlap,
+      "on: half the owned pairs computed while the positions travel, half while the forces travel back | off");
+  how("--boundary-last", config.boundary_last,
+      "yes: the atoms within the ghost cutoff of their box's faces kept last in the arrays (what update gathers "
+      "and reverse_sum adds into is one run) | no");
   app->add_flag("--timer-sync", config.timer_sync,
                 "a barrier before each timed phase (LAMMPS's timer sync): waits are timed as Sync")
       ->group("How");

@@ -41,6 +41,8 @@ void validate(const Config& config, const Comm& comm) {
   if (config.sort_every < 0) reject(fmt::format("--sort-every {}: must be >= 0", config.sort_every));
   if (config.overlap != "on" && config.overlap != "off")
     reject(fmt::format("--overlap {}: must be on or off", config.overlap));
+  if (config.boundary_last != "yes" && config.boundary_last != "no")
+    reject(fmt::format("--boundary-last {}: must be yes or no", config.boundary_last));
   if (config.thermo < 0) reject(fmt::format("--thermo {}: must be >= 0", config.thermo));
   if (config.checkpoint_every < 0) reject(fmt::format("--checkpoint-every {}: must be >= 0", config.checkpoint_every));
   if (config.checkpoint_every > 0 && config.output.empty())

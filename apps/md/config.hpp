@@ -31,7 +31,8 @@ struct Config {
   std::string neigh_check = "no";  ///< "yes": rebuild only when a particle moved > skin / 2 (one allreduce)
   long sort_every = 1000;     ///< spatial sort of the owned atoms every N steps at a rebuild (0: never; atom_modify sort)
   // -- how ------------------------------------------------------------------
-  std::string overlap = "on";  ///< "on": owned pairs while the ghosts' positions and forces travel
+  std::string overlap = "off";  ///< "on": owned pairs while the ghosts' positions and forces travel
+  std::string boundary_last = "no";  ///< "yes": the atoms within the ghost cutoff of the box's faces kept last
   bool timer_sync = false;     ///< a barrier before each timed phase (LAMMPS's timer sync: waits go to Sync)
   bool bound = false;          ///< also time the memcpy + MPI bound of update and reverse inside the loop
   // -- output ----------------------------------------------------------------

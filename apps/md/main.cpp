@@ -63,10 +63,10 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   if (root)
     fmt::print(stderr,
                "domex-md: {} atoms ({}^3 fcc cells, density {}, box side {:.6g}) on {} rank{}, cutoff {} + skin {}, dt {}, "
-               "steps {} to {}, lists every {} (check {}), overlap {}{}\n",
+               "steps {} to {}, lists every {} (check {}), overlap {}, boundary last {}{}\n",
                system.atoms(), config.cells, config.density, system.side(), comm.size(), comm.size() == 1 ? "" : "s",
                config.cutoff, config.skin, config.dt, system.steps(), config.steps, config.neigh_every,
-               config.neigh_check, config.overlap, config.timer_sync ? ", timer sync" : "");
+               config.neigh_check, config.overlap, config.boundary_last, config.timer_sync ? ", timer sync" : "");
   system.setup();
   if (!config.write_data.empty()) {
     system.write_data(config.write_data);
@@ -142,7 +142,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
                100 * r.avg / std::max(wall, 1e-300), 1e3 * r.avg * per_step);
   }
   fmt::print("\nComm in detail (ms per step, max over ranks; rebuild parts amortised over the {} steps):\n", ran);
-  for (const char* name : {"update", "reverse", "migrate", "sort", "ghost build", "skin check"})
+  for (const char* name : {"update", "reverse", "migrate", "sort", "partition", "ghost build", "skin check"})
     if (const auto* row = row_of(name)) fmt::print("  {:<12} {:8.4f}\n", name, 1e3 * row->max * per_step);
   if (config.bound) {
     const auto* update = row_of("update");
@@ -188,6 +188,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
                       {"neigh_every", config.neigh_every},
                       {"neigh_check", config.neigh_check},
                       {"overlap", config.overlap},
+                      {"boundary_last", config.boundary_last},
                       {"timer_sync", config.timer_sync},
                       {"first_step", first},
                       {"steps", ran},

@@ -63,17 +63,20 @@ std::array<double, 8> parameters_of(const Config& c) {
 
 }  // namespace
 
-/// The bound of update() and reverse_sum() for the bytes they move: a
-/// contiguous memcpy of what a rank sends plus the same messages between
-/// contiguous buffers (persistent requests, on a communicator of its own);
-/// for the reverse also a contiguous copy of what arrives (the sum's pass).
-/// The messages' buffers on huge pages, as the plan's.
+/// The bound of update() and reverse_sum() for the bytes they move: every
+/// byte copied once, contiguously, plus the same messages between contiguous
+/// buffers (persistent requests, on a communicator of its own). Update: the
+/// copies to other ranks into the send buffers and this rank's own periodic
+/// images into place, then the messages. Reverse: the ghosts' values for
+/// other ranks into the send buffers, the messages, then what arrived and
+/// the own images' values once more (the sum's pass). The messages'
+/// buffers on huge pages, as the plan's.
 struct System::Bound {
   MPI_Comm mpi = MPI_COMM_NULL;
   detail::PageBuffer out, in;
-  std::vector<std::byte> landing;
+  std::vector<std::byte> landing, own;
   std::vector<MPI_Request> forward, reverse;
-  std::size_t forward_bytes = 0, reverse_bytes = 0, arrive_bytes = 0;
+  std::size_t forward_bytes = 0, reverse_bytes = 0, arrive_bytes = 0, own_bytes = 0;
 
   explicit Bound(const Comm& comm) {
     check_mpi(MPI_Comm_dup(comm.get(), &mpi), "MPI_Comm_dup");
@@ -102,7 +105,7 @@ struct System::Bound {
     in.resize(std::max(to.back(), from.back()) * point);
     landing.resize(in.size());
     std::memset(landing.data(), 0, landing.size());  // its pages mapped now
-    forward_bytes = reverse_bytes = arrive_bytes = 0;
+    forward_bytes = reverse_bytes = arrive_bytes = own_bytes = 0;
     auto post = [&](std::vector<MPI_Request>& requests, bool send, std::byte* at, std::size_t bytes, int peer,
                     int tag) {
       MPI_Request request = MPI_REQUEST_NULL;
@@ -112,6 +115,10 @@ struct System::Bound {
         check_mpi(MPI_Recv_init(at, static_cast<int>(bytes), MPI_BYTE, peer, tag, mpi, &request), "MPI_Recv_init");
       requests.push_back(request);
     };
+    for (std::size_t m = 0; m < destinations.size(); ++m)
+      if (destinations[m] == me) own_bytes += (to[m + 1] - to[m]) * point;
+    own.resize(own_bytes);
+    std::memset(own.data(), 0, own.size());
     for (std::size_t m = 0; m < destinations.size(); ++m)
       if (destinations[m] != me) {
         const std::size_t bytes = (to[m + 1] - to[m]) * point;
@@ -213,11 +220,34 @@ void System::rebuild(bool migrate) {
       domex::migrate(plan, wrapped(x_), v_, id_);
       f_.resize(x_.size());
     }
+    // The interior atoms (deeper than the ghost cutoff inside this rank's
+    // box: never sent) first, the boundary ones last: an update gathers from
+    // and a reverse sum adds into one run at the end of the arrays, the run
+    // the force loop and the integration touched last.
+    std::vector<std::uint8_t> interior;
+    if (config_.boundary_last == "yes") {
+      Box inner = domains_.box(comm_.rank());
+      const double reach = config_.cutoff + config_.skin;
+      for (int a = 0; a < 3; ++a) inner.lo[a] += reach, inner.hi[a] -= reach;
+      interior.resize(x_.size());
+      for (std::size_t i = 0; i < x_.size(); ++i) interior[i] = inner.contains(x_[i]) ? 1 : 0;
+    }
     if (config_.sort_every > 0 && step_ >= next_sort_) {  // atom_modify sort: at the first rebuild from then on
       auto detail = profile_.phase("sort");
-      const auto order = spatial_order(x_, (config_.cutoff + config_.skin) / 2);
+      auto order = spatial_order(x_, (config_.cutoff + config_.skin) / 2);
+      if (!interior.empty())  // each part in bin order
+        std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return interior[i] != 0; });
       permute(order, x_, v_, id_);
+      if (!interior.empty()) {
+        std::vector<std::uint8_t> sorted(interior.size());
+        for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = interior[order[k]];
+        interior.swap(sorted);
+      }
       next_sort_ = (step_ / config_.sort_every + 1) * config_.sort_every;
+    }
+    if (!interior.empty()) {  // since the last rebuild, only the atoms that crossed move
+      auto detail = profile_.phase("partition");
+      partition_first(interior, x_, v_, id_);
     }
     auto detail = profile_.phase("ghost build");
     if (ghosts_) ghosts_->rebuild(domains_, std::span<const Point>(x_));
@@ -316,23 +346,25 @@ void System::forces(bool update) {
 void System::measure_bound() {
   Bound& bound = *bound_;
   // Not part of the step: timed apart, after a barrier each, into phases
-  // that the table leaves out of Other.
-  auto once = [&](const char* name, std::vector<MPI_Request>& requests, const std::byte* from, std::size_t bytes,
-                  std::size_t arriving) {
-    comm_.barrier();
-    const double start = MPI_Wtime();
-    std::memcpy(bound.out.data(), from, bytes);
-    Bound::run(requests);
-    if (arriving > 0) std::memcpy(bound.landing.data(), bound.in.data(), arriving);
-    profile_.add(name, MPI_Wtime() - start);
-  };
+  // that the table leaves out of Other. Contiguous stand-ins for what the
+  // operations read: the owned positions, the ghosts' forces.
   const std::size_t local = local_count();
-  // Update: the owned positions' bytes (a contiguous stand-in for the gather).
   const auto* positions = reinterpret_cast<const std::byte*>(x_.data());
-  once("bound update", bound.forward, positions, std::min(bound.forward_bytes, local * sizeof(Point)), 0);
-  // Reverse: the ghosts' forces out, the arrivals copied once.
   const auto* ghost_forces = reinterpret_cast<const std::byte*>(f_.data() + local);
-  once("bound reverse", bound.reverse, ghost_forces, bound.reverse_bytes, bound.arrive_bytes);
+  const std::size_t owned_bytes = local * sizeof(Point), ghost_bytes = (f_.size() - local) * sizeof(Point);
+  comm_.barrier();
+  double start = MPI_Wtime();
+  std::memcpy(bound.out.data(), positions, std::min(bound.forward_bytes, owned_bytes));
+  std::memcpy(bound.own.data(), positions, std::min(bound.own_bytes, owned_bytes));
+  Bound::run(bound.forward);
+  profile_.add("bound update", MPI_Wtime() - start);
+  comm_.barrier();
+  start = MPI_Wtime();
+  std::memcpy(bound.out.data(), ghost_forces, std::min(bound.reverse_bytes, ghost_bytes));
+  Bound::run(bound.reverse);
+  std::memcpy(bound.landing.data(), bound.in.data(), bound.arrive_bytes);
+  std::memcpy(bound.own.data(), ghost_forces, std::min(bound.own_bytes, ghost_bytes));
+  profile_.add("bound reverse", MPI_Wtime() - start);
 }
 
 void System::setup() {

@@ -1024,6 +1024,8 @@ void gather(const detail::GhostFieldView& field, const Copies& copies, std::byte
         const std::uint8_t* codes = copies.codes.data();
         const Point* table = copies.code_shifts.data();
         for (std::size_t k = 0; k < indices.size(); ++k) {
+          if (k + detail::ghost_prefetch < indices.size())
+            __builtin_prefetch(from + 3 * static_cast<std::size_t>(indices[k + detail::ghost_prefetch]));
           const double* p = from + 3 * static_cast<std::size_t>(indices[k]);
           const Point& s = table[codes[k]];
           store(out + k * sizeof(Point), p[0] + s[0], p[1] + s[1], p[2] + s[2]);

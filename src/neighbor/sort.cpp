@@ -68,6 +68,12 @@ void check_permutation(std::span<const std::size_t> order, std::span<const std::
   }
 }
 
+void check_partition(std::size_t count, std::span<const std::size_t> sizes) {
+  for (std::size_t f = 0; f < sizes.size(); ++f)
+    if (sizes[f] != count)
+      fail("partition_first", fmt::format("field {} has {} entries; the marks have {}", f, sizes[f], count));
+}
+
 }  // namespace detail
 
 }  // namespace domex

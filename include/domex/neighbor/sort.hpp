@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace domex {
@@ -29,6 +30,8 @@ namespace detail {
 /// Throws domex::Error (permute) unless `order` is a permutation of 0..n-1
 /// and every field has n entries.
 void check_permutation(std::span<const std::size_t> order, std::span<const std::size_t> sizes);
+/// Throws domex::Error (partition_first) unless every field has `count` entries.
+void check_partition(std::size_t count, std::span<const std::size_t> sizes);
 }  // namespace detail
 
 /// Reorders every field by `order` (field[k] becomes the old field[order[k]]):
@@ -45,6 +48,34 @@ void permute(std::span<const std::size_t> order, std::vector<Fields>&... fields)
     field.swap(moved);
   };
   (one(fields), ...);
+}
+
+/// Moves the particles marked in `first` (non-zero) before the others, by
+/// swapping pairs that are on the wrong side (std::partition's two-pointer
+/// sweep): only those move, the others keep their entries, so a partition
+/// that is nearly right already costs a pass over `first` and a few swaps.
+/// Every field gets the same swaps. Returns the number marked. Local.
+/// Throws domex::Error, changing nothing, unless every field has
+/// first.size() entries. (domex-md keeps its boundary particles last: what
+/// an update gathers and a reverse sum adds into is then one run at the
+/// end of the arrays, the last one the force loop and the integration touched.)
+template <class... Fields>
+std::size_t partition_first(std::span<const std::uint8_t> first, std::vector<Fields>&... fields) {
+  const std::size_t sizes[] = {fields.size()...};
+  detail::check_partition(first.size(), sizes);
+  std::size_t lo = 0, hi = first.size();
+  std::vector<std::uint8_t> marks(first.begin(), first.end());
+  while (true) {
+    while (lo < hi && marks[lo]) ++lo;
+    while (lo < hi && !marks[hi - 1]) --hi;
+    if (lo + 1 >= hi) break;
+    (std::swap(fields[lo], fields[hi - 1]), ...);
+    marks[lo] = 1;
+    marks[hi - 1] = 0;
+  }
+  std::size_t count = 0;
+  for (const std::uint8_t m : first) count += m != 0;
+  return count;
 }
 
 }  // namespace domex
