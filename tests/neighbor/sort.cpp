@@ -75,4 +75,26 @@ TEST(SpatialOrder, PermuteReordersEveryFieldAlikeAndRejectsBadInput) {
   EXPECT_TRUE(domex::spatial_order(std::vector<Point>{}, 1.0).empty());
 }
 
+TEST(SpatialOrder, PartitionFirstMovesOnlyWhatIsOnTheWrongSide) {
+  std::vector<int> value{0, 1, 2, 3, 4, 5, 6, 7};
+  std::vector<double> twin{0, 10, 20, 30, 40, 50, 60, 70};
+  const std::vector<std::uint8_t> first{1, 0, 1, 1, 0, 1, 0, 1};
+  EXPECT_EQ(domex::partition_first(first, value, twin), 5u);
+  for (std::size_t k = 0; k < value.size(); ++k) {
+    EXPECT_EQ(twin[k], 10.0 * value[k]) << "fields swapped alike";
+    EXPECT_EQ(first[static_cast<std::size_t>(value[k])] != 0, k < 5) << "entry " << k;
+  }
+  // Only the two on the wrong side moved (1 <-> 7, 4 <-> 5): the rest kept their entries.
+  EXPECT_EQ(value, (std::vector<int>{0, 7, 2, 3, 5, 4, 6, 1}));
+  std::vector<int> none;
+  EXPECT_EQ(domex::partition_first(std::vector<std::uint8_t>{}, none), 0u);
+  std::vector<int> short_field{1};
+  try {
+    domex::partition_first(first, short_field);
+    ADD_FAILURE() << "a field of another length was taken";
+  } catch (const domex::Error& error) {
+    EXPECT_NE(std::string(error.what()).find("field 0 has 1 entries"), std::string::npos) << error.what();
+  }
+}
+
 }  // namespace
