@@ -352,18 +352,22 @@ void System::measure_bound() {
   const auto* positions = reinterpret_cast<const std::byte*>(x_.data());
   const auto* ghost_forces = reinterpret_cast<const std::byte*>(f_.data() + local);
   const std::size_t owned_bytes = local * sizeof(Point), ghost_bytes = (f_.size() - local) * sizeof(Point);
+  // A copy of n bytes (none: the buffers may be empty, and memcpy from null is undefined).
+  const auto copy = [](std::byte* to, const std::byte* from, std::size_t n) {
+    if (n > 0) std::memcpy(to, from, n);
+  };
   comm_.barrier();
   double start = MPI_Wtime();
-  std::memcpy(bound.out.data(), positions, std::min(bound.forward_bytes, owned_bytes));
-  std::memcpy(bound.own.data(), positions, std::min(bound.own_bytes, owned_bytes));
+  copy(bound.out.data(), positions, std::min(bound.forward_bytes, owned_bytes));
+  copy(bound.own.data(), positions, std::min(bound.own_bytes, owned_bytes));
   Bound::run(bound.forward);
   profile_.add("bound update", MPI_Wtime() - start);
   comm_.barrier();
   start = MPI_Wtime();
-  std::memcpy(bound.out.data(), ghost_forces, std::min(bound.reverse_bytes, ghost_bytes));
+  copy(bound.out.data(), ghost_forces, std::min(bound.reverse_bytes, ghost_bytes));
   Bound::run(bound.reverse);
-  std::memcpy(bound.landing.data(), bound.in.data(), bound.arrive_bytes);
-  std::memcpy(bound.own.data(), ghost_forces, std::min(bound.own_bytes, ghost_bytes));
+  copy(bound.landing.data(), bound.in.data(), bound.arrive_bytes);
+  copy(bound.own.data(), ghost_forces, std::min(bound.own_bytes, ghost_bytes));
   profile_.add("bound reverse", MPI_Wtime() - start);
 }
 

@@ -316,8 +316,8 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
     }
     const std::size_t at = neighbors.size();
     neighbors.resize(at + owned.count + ghost.count);
-    std::memcpy(neighbors.data() + at, owned.values.data(), owned.count * sizeof(std::uint32_t));
-    std::memcpy(neighbors.data() + at + owned.count, ghost.values.data(), ghost.count * sizeof(std::uint32_t));
+    std::copy_n(owned.values.data(), owned.count, neighbors.data() + at);  // (memcpy of 0 from null is undefined)
+    std::copy_n(ghost.values.data(), ghost.count, neighbors.data() + at + owned.count);
     ghost_begin[i] = at + owned.count;
     offsets[i + 1] = neighbors.size();
   }
