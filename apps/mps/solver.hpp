@@ -103,6 +103,8 @@ class Solver {
   [[nodiscard]] std::span<const Point> positions() const noexcept { return {x_.data(), owned_}; }
   [[nodiscard]] std::span<const Point> velocities() const noexcept { return {v_.data(), owned_}; }
   [[nodiscard]] std::span<const std::int32_t> kinds() const noexcept { return {kind_.data(), owned_}; }
+  /// Ghost entries on this rank at the last step (copies within r_e + skin of its domain).
+  [[nodiscard]] std::size_t ghost_count() const noexcept { return x_.size() - owned_; }
   /// The pressure of owned particle i at the last step (0 before the first).
   [[nodiscard]] double pressure(std::size_t i) const noexcept { return i < p_.size() ? p_[i] : 0.0; }
 
