@@ -289,15 +289,16 @@ void Solver::build_ghosts_and_neighbours() {
 void Solver::order_neighbours_by_id() {
   // The library's lists hold each owned particle's neighbours in bin order,
   // owned entries first, which depends on the rank's bounding box. Every sum
-  // of the step runs over them in id order instead, whatever the ranks; ties
-  // (periodic images of one particle, 3-D) by position (z, y, x): a total
-  // order, the same at every np. Owned entries are in id order already
-  // (rebalance_and_migrate), and a full list is symmetric between owned
-  // particles (the same squared distance both ways), so the owned part of
-  // every list comes in id order from one transposition, O(pairs): walking
-  // the owned particles i in id order, i is appended to the lists of its
-  // owned neighbours. The ghost parts (boundary particles only) are sorted
-  // by the ghosts' rank in id order and merged in.
+  // of the step runs over them in id order instead, whatever the ranks (an
+  // entry and a periodic image of it, 3-D, tie on the id: then by position,
+  // z, y, x, a total order the same at every np; the periodic depth of at
+  // least 2 (r_e + skin) keeps both out of one list). Owned entries are in
+  // id order already (rebalance_and_migrate), and a full list is symmetric
+  // between owned particles (the same squared distance both ways), so the
+  // owned part of every list comes in id order from one transposition,
+  // O(pairs): walking the owned particles i in id order, i is appended to
+  // the lists of its owned neighbours. The ghost parts (boundary particles
+  // only) are sorted by the ghosts' rank in id order and merged in.
   const auto offsets = list_->offsets();
   const auto ghost_begin = list_->ghost_begin();
   const auto neighbors = list_->neighbors();
