@@ -118,6 +118,9 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
   const double owned = static_cast<double>(solver.ids().size());
   const double imbalance =
       comm.allreduce(owned, MPI_MAX) / std::max(1e-300, comm.allreduce(owned, MPI_SUM) / comm.size());
+  // Ghosts of the last step per rank (what a ghost update copies), min and max over ranks.
+  const auto ghosts = static_cast<long>(solver.ghost_count());
+  const long ghosts_min = comm.allreduce(ghosts, MPI_MIN), ghosts_max = comm.allreduce(ghosts, MPI_MAX);
   const domex::Provenance where = domex::provenance(comm);  // collective
   if (writing) image();                                     // collective; also when the run had nothing left to do
   // The last step's count partners of every rank, for the count exchange's
@@ -151,6 +154,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
              1e6 * cg_seconds / static_cast<double>(std::max(1L, solver.total_cg_iterations())),
              100 * cg_seconds / std::max(1e-300, wall));
   fmt::print("  imbalance        {:>12.3f}   max / mean owned particles per rank (last step)\n", imbalance);
+  fmt::print("  ghosts           {:>12}   per rank at most, fewest {} (last step)\n", ghosts_max, ghosts_min);
   fmt::print("  phase                      min s      avg s      max s    calls\n");
   for (const auto& row : rows) {
     std::string name = row.name;
@@ -216,6 +220,7 @@ void simulate(domex::Comm& comm, const Config& config, bool verify) {
       {"T", solver.dimensionless_time()},
       {"wall_seconds", wall},
       {"imbalance", imbalance},
+      {"ghosts_per_rank", {{"min", ghosts_min}, {"max", ghosts_max}}},
       {"cg_iterations_total", solver.total_cg_iterations()},
       {"cg_iterations_per_step", iterations},
       {"cg_tolerance", config.cg_tolerance},

@@ -164,6 +164,7 @@ Solver::Solver(Comm& comm, const Config& config) : comm_(comm), config_(config) 
   box_.hi = {(static_cast<double>(nt) + 4.5) * l0_, 6 * config.width,
              config.dimension == 3 ? (static_cast<double>(layers) - 0.5) * l0_ : l0_};
   const bool periodic_z = config.dimension == 3;
+  list_.emplace(NeighborOptions{.cutoff = re_lap_, .skin = config.skin * l0_, .kind = NeighborKind::full});
   if (config.decomposition == "bucket") {
     // Buckets at least r_e (of the Laplacian) wide; in 2-D one layer in z.
     std::array<int, 3> buckets{1, 1, 1};
@@ -217,11 +218,6 @@ void Solver::rebalance_and_migrate() {
   v_.resize(owned_);
   id_.resize(owned_);
   kind_.resize(owned_);
-  if (config_.dimension == 3) {
-    // Periodic z: back into [lo, hi) (ghost images arrive shifted; owners wrap here).
-    const double lo = box_.lo[2], length = box_.extent(2);
-    for (Point& p : x_) p[2] -= std::floor((p[2] - lo) / length) * length;
-  }
   {
     auto timer = profile_.phase("rebalance");
     // Cost per particle: fluid and wall particles carry the work; dummies only complete densities.
@@ -239,7 +235,9 @@ void Solver::rebalance_and_migrate() {
   else
     plan.emplace(comm_, *multisection_, std::span<const Point>(x_));
   previous_.resize(owned_, 0.0);
-  migrate(*plan, x_, v_, id_, kind_, previous_);
+  // Periodic z (3-D): positions wrapped back into the box as they move
+  // (ghost images arrive shifted by the period).
+  migrate(*plan, wrapped(x_), v_, id_, kind_, previous_);
   owned_ = x_.size();
   // Id order: every later sum runs in an order that does not depend on where particles came from.
   std::vector<std::size_t> order(owned_);
@@ -257,80 +255,100 @@ void Solver::rebalance_and_migrate() {
 }
 
 void Solver::build_ghosts_and_neighbours() {
-  const double cutoff = re_lap_ + config_.skin * l0_;
   {
     auto timer = profile_.phase("ghost build");
     const std::span<const Point> owned(x_.data(), owned_);
     if (!ghosts_) {
+      const GhostOptions options{.cutoff = re_lap_ + config_.skin * l0_};
       if (buckets_)
-        ghosts_.emplace(comm_, *buckets_, owned, GhostOptions{.cutoff = cutoff});
+        ghosts_.emplace(comm_, *buckets_, owned, options);
       else
-        ghosts_.emplace(comm_, *multisection_, owned, GhostOptions{.cutoff = cutoff});
+        ghosts_.emplace(comm_, *multisection_, owned, options);
     } else if (buckets_) {
       ghosts_->rebuild(*buckets_, owned);
     } else {
       ghosts_->rebuild(*multisection_, owned);
     }
-    const std::size_t size = ghosts_->size();
-    x_.resize(size);
-    v_.resize(size);
-    id_.resize(size);
-    kind_.resize(size);
+    // Owned entries, then ghosts; x's ghost entries get the build's (shifted)
+    // positions with no message.
+    ghosts_->resize_fields(shifted(x_), v_, id_, kind_);
   }
   exchange_counts();
   {
     auto timer = profile_.phase("ghost update");
-    update(shifted(x_), v_, id_, kind_);
+    update(v_, id_, kind_);
   }
-  auto timer = profile_.phase("neighbour search");
-  x_built_.assign(x_.begin(), x_.begin() + static_cast<std::ptrdiff_t>(owned_));
-  // Cell list over owned + ghost particles, cells `cutoff` wide.
-  const std::size_t size = x_.size();
-  Point lo{0, 0, 0}, hi{0, 0, 0};
-  if (size > 0) lo = hi = x_[0];
-  for (const Point& p : x_)
-    for (int a = 0; a < 3; ++a) {
-      lo[a] = std::min(lo[a], p[a]);
-      hi[a] = std::max(hi[a], p[a]);
-    }
-  std::array<long, 3> cells{};
-  for (int a = 0; a < 3; ++a) cells[a] = std::max(1L, static_cast<long>((hi[a] - lo[a]) / cutoff) + 1);
-  const auto cell_of = [&](const Point& p, int a) {
-    return std::min(cells[a] - 1, static_cast<long>((p[a] - lo[a]) / cutoff));
-  };
-  const auto index = [&](long i, long j, long k) {
-    return static_cast<std::size_t>((k * cells[1] + j) * cells[0] + i);
-  };
-  std::vector<std::size_t> start(static_cast<std::size_t>(cells[0] * cells[1] * cells[2]) + 1, 0);
-  std::vector<std::size_t> cell(size);
-  for (std::size_t q = 0; q < size; ++q) {
-    cell[q] = index(cell_of(x_[q], 0), cell_of(x_[q], 1), cell_of(x_[q], 2));
-    ++start[cell[q] + 1];
-  }
-  std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<std::uint32_t> items(size);
   {
-    std::vector<std::size_t> fill(start.begin(), start.end() - 1);
-    for (std::size_t q = 0; q < size; ++q) items[fill[cell[q]]++] = static_cast<std::uint32_t>(q);
+    auto timer = profile_.phase("neighbour search");
+    list_->build(*ghosts_, x_);
   }
-  const double cutoff2 = cutoff * cutoff;
-  first_.assign(1, 0);
-  neighbour_.clear();
+  auto timer = profile_.phase("neighbour order");
+  order_neighbours_by_id();
+}
+
+void Solver::order_neighbours_by_id() {
+  // The library's lists hold each owned particle's neighbours in bin order,
+  // owned entries first, which depends on the rank's bounding box. Every sum
+  // of the step runs over them in id order instead, whatever the ranks (an
+  // entry and a periodic image of it, 3-D, tie on the id: then by position,
+  // z, y, x, a total order the same at every np; the periodic depth of at
+  // least 2 (r_e + skin) keeps both out of one list). Owned entries are in
+  // id order already (rebalance_and_migrate), and a full list is symmetric
+  // between owned particles (the same squared distance both ways), so the
+  // owned part of every list comes in id order from one transposition,
+  // O(pairs): walking the owned particles i in id order, i is appended to
+  // the lists of its owned neighbours. The ghost parts (boundary particles
+  // only) are sorted by the ghosts' rank in id order and merged in.
+  const auto offsets = list_->offsets();
+  const auto ghost_begin = list_->ghost_begin();
+  const auto neighbors = list_->neighbors();
+  const std::size_t entries = x_.size(), pairs = neighbors.size();
+  Reorder& r = reorder_;
+  const auto before = [&](std::uint32_t a, std::uint32_t b) {
+    if (id_[a] != id_[b]) return id_[a] < id_[b];
+    const Point &pa = x_[a], &pb = x_[b];
+    return pa[2] != pb[2] ? pa[2] < pb[2] : pa[1] != pb[1] ? pa[1] < pb[1] : pa[0] < pb[0];
+  };
+  // The ghosts in id order, and each ghost's place in it.
+  r.ghosts.resize(entries - owned_);
+  std::iota(r.ghosts.begin(), r.ghosts.end(), static_cast<std::uint32_t>(owned_));
+  std::sort(r.ghosts.begin(), r.ghosts.end(), before);
+  r.ghost_rank.resize(entries - owned_);
+  for (std::size_t k = 0; k < r.ghosts.size(); ++k) r.ghost_rank[r.ghosts[k] - owned_] = static_cast<std::uint32_t>(k);
+  // The owned parts, transposed: owned[owned_first[j] ..) the owned neighbours of j in id order.
+  r.owned_first.resize(owned_ + 1);
+  r.owned_first[0] = 0;
+  for (std::size_t i = 0; i < owned_; ++i) r.owned_first[i + 1] = r.owned_first[i] + (ghost_begin[i] - offsets[i]);
+  r.fill.assign(r.owned_first.begin(), r.owned_first.end() - 1);
+  r.owned.resize(r.owned_first[owned_]);
+  for (std::size_t i = 0; i < owned_; ++i)
+    for (std::size_t m = offsets[i]; m < ghost_begin[i]; ++m) {
+      const std::uint32_t j = neighbors[m];
+      if (r.fill[j] == r.owned_first[j + 1])
+        reject(fmt::format("internal: owned particle {} lists {} but not the other way round", id_[i], id_[j]));
+      r.owned[r.fill[j]++] = static_cast<std::uint32_t>(i);
+    }
+  // Each list: its owned part merged with its ghost part, both in id order.
+  first_.assign(offsets.begin(), offsets.end());
+  neighbour_.resize(pairs);
   for (std::size_t i = 0; i < owned_; ++i) {
-    const long ci = cell_of(x_[i], 0), cj = cell_of(x_[i], 1), ck = cell_of(x_[i], 2);
-    const std::size_t begin = neighbour_.size();
-    for (long k = std::max(0L, ck - 1); k <= std::min(cells[2] - 1, ck + 1); ++k)
-      for (long j = std::max(0L, cj - 1); j <= std::min(cells[1] - 1, cj + 1); ++j)
-        for (long c = std::max(0L, ci - 1); c <= std::min(cells[0] - 1, ci + 1); ++c) {
-          const std::size_t at = index(c, j, k);
-          for (std::size_t m = start[at]; m < start[at + 1]; ++m) {
-            const std::uint32_t q = items[m];
-            if (q != i && distance2(x_[i], x_[q]) <= cutoff2) neighbour_.push_back(q);
-          }
-        }
-    std::sort(neighbour_.begin() + static_cast<std::ptrdiff_t>(begin), neighbour_.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return id_[a] < id_[b]; });
-    first_.push_back(neighbour_.size());
+    std::uint32_t* out = neighbour_.data() + offsets[i];
+    const std::uint32_t* o = r.owned.data() + r.owned_first[i];
+    const std::uint32_t* o_end = r.owned.data() + r.owned_first[i + 1];
+    if (ghost_begin[i] == offsets[i + 1]) {
+      std::copy(o, o_end, out);
+      continue;
+    }
+    r.ranks.clear();
+    for (std::size_t m = ghost_begin[i]; m < offsets[i + 1]; ++m) r.ranks.push_back(r.ghost_rank[neighbors[m] - owned_]);
+    std::sort(r.ranks.begin(), r.ranks.end());
+    auto g = r.ranks.begin();
+    while (o != o_end || g != r.ranks.end()) {
+      if (g == r.ranks.end() || (o != o_end && before(*o, r.ghosts[*g])))
+        *out++ = *o++;
+      else
+        *out++ = r.ghosts[*g++];
+    }
   }
 }
 
@@ -724,8 +742,7 @@ void Solver::step() {
   ++step_;
   // The neighbour lists hold every pair within r_e as long as no particle
   // moved more than half the skin since the build.
-  double moved = 0;
-  for (std::size_t i = 0; i < owned_; ++i) moved = std::max(moved, distance2(x_[i], x_built_[i]));
+  double moved = list_->max_displacement2(std::span<const Point>(x_.data(), owned_));
   moved = std::sqrt(comm_.allreduce(moved, MPI_MAX)) / l0_;
   if (!(moved <= config_.skin / 2))
     reject(fmt::format("step {}: a particle moved {:.3g} l0 in one step, more than half the --skin {} (lower --cfl)",

@@ -9,7 +9,9 @@
 // search direction and two allreduces per iteration, never gathered.
 //
 // One step (the order of Koshizuka's sample code):
-//   rebalance, migrate, sort owned by id, ghost build, count exchange (timed)
+//   rebalance, migrate (positions wrapped in z), sort owned by id, ghost
+//   build, count exchange (timed), full neighbour lists (domex::NeighborList,
+//   r_e of the Laplacian + skin) put in id order
 //   explicit: v* = v + dt (g + nu lap v); x* = x + dt v*      (fluid)
 //   collision: approaching pairs closer than 0.5 l0 bounce (restitution 0.2)
 //   n*; free surface n* < beta n0 (p = 0); PPE  -lap p / rho + C p / dt^2
@@ -17,7 +19,8 @@
 //   p < 0 -> 0; v += -dt grad p / rho, x += -dt^2 grad p / rho (min-pressure form)
 //
 // Determinism: owned particles are kept in id order and every neighbour sum
-// runs over the neighbours in id order, so a step on a given set of owned
+// runs over the neighbours in id order (the library's lists, in bin order,
+// are reordered by id after each build), so a step on a given set of owned
 // particles is bitwise the same whatever their previous ranks or order
 // (restart at the same np is bitwise: the checkpoint holds CG's first
 // guess); across np the preconditioner's blocks (one per rank) and the
@@ -28,6 +31,7 @@
 #include <domex/decompose/buckets.hpp>
 #include <domex/decompose/multisection.hpp>
 #include <domex/ghost/ghost.hpp>
+#include <domex/neighbor/neighbor.hpp>
 
 #include <array>
 #include <cstdint>
@@ -99,6 +103,8 @@ class Solver {
   [[nodiscard]] std::span<const Point> positions() const noexcept { return {x_.data(), owned_}; }
   [[nodiscard]] std::span<const Point> velocities() const noexcept { return {v_.data(), owned_}; }
   [[nodiscard]] std::span<const std::int32_t> kinds() const noexcept { return {kind_.data(), owned_}; }
+  /// Ghost entries on this rank at the last step (copies within r_e + skin of its domain).
+  [[nodiscard]] std::size_t ghost_count() const noexcept { return x_.size() - owned_; }
   /// The pressure of owned particle i at the last step (0 before the first).
   [[nodiscard]] double pressure(std::size_t i) const noexcept { return i < p_.size() ? p_[i] : 0.0; }
 
@@ -137,6 +143,7 @@ class Solver {
  private:
   void rebalance_and_migrate();
   void build_ghosts_and_neighbours();
+  void order_neighbours_by_id();
   void exchange_counts();
   void explicit_step();
   void collide();
@@ -162,10 +169,21 @@ class Solver {
   std::vector<std::int64_t> id_;
   std::vector<std::int32_t> kind_;
   std::size_t owned_ = 0;
-  std::vector<Point> x_built_;  ///< owned positions at the ghost build (skin check)
-  // Candidate neighbours (within r_lap + skin at the build) of each owned particle, in id order (CSR).
+  /// Full lists within r_e (Laplacian) + skin of the build (in bin order);
+  /// also the build's positions for the skin check.
+  std::optional<NeighborList> list_;
+  // The same neighbours of each owned particle in id order (CSR, offsets as
+  // list_'s), and the scratch of the reordering.
   std::vector<std::size_t> first_;
   std::vector<std::uint32_t> neighbour_;
+  struct Reorder {
+    std::vector<std::uint32_t> ghosts;       ///< ghost entries in id order
+    std::vector<std::uint32_t> ghost_rank;   ///< per ghost entry: its place in `ghosts`
+    std::vector<std::size_t> owned_first;    ///< per owned particle: its owned neighbours in id order (CSR)
+    std::vector<std::uint32_t> owned;
+    std::vector<std::size_t> fill;
+    std::vector<std::uint32_t> ranks;        ///< one list's ghost neighbours (their places in `ghosts`)
+  } reorder_;
   // Pressure step.
   std::vector<double> n_, p_;
   std::vector<double> previous_;  ///< CG's solution of the last step per owned particle (the first guess); 0: none
