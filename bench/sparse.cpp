@@ -5,8 +5,10 @@
 // a multisection decomposition of N particles (`migration:<N>`, where the
 // sizes are bytes per particle; sparse_migration.hpp). Prints the comparison
 // table, automatic's regret per row (its first N calls from scratch, learning
-// included, against the best fixed algorithm's, for N = 1000 and 10^4), and
-// writes JSON.
+// included, against the best fixed algorithm's, for N = 1000 and 10^4), its
+// own cost (its median against its choice's by name, timed in adjacent pairs),
+// how its measurements compare with the same algorithms by name timed its
+// way, and writes JSON.
 //
 //   mpirun -n 8 domex-bench sparse --json sparse.json
 //   mpirun -n 8 domex-bench sparse --patterns migration:100^3 --sizes 64
@@ -25,6 +27,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <fstream>
@@ -35,6 +38,10 @@
 // Named per file: the files are compiled as one (UNITY_BUILD, CMakeLists.txt).
 namespace domex::bench::sparse_command {
 namespace {
+
+/// Epochs, and calls per epoch, of each fixed algorithm timed by name the way
+/// automatic times its measurements (see run_sparse).
+constexpr int by_name_epochs = 11, epoch_calls = 8;
 
 struct SparseOptions {
   std::vector<std::size_t> sizes{8, 64, 512, 4096, 32768, 262144, 1048576};
@@ -74,6 +81,13 @@ struct Row {
   std::size_t regret_calls = 0;
   double estimated_regret = 0;  // automatic: its own estimate (AutomaticClass::regret_seconds), after learning
   double setup_seconds = 0;     // automatic: its Comm's one-time setup (AutomaticReport::setup_seconds)
+  double own_cost = 0;          // automatic: its median / its choice's by name, in adjacent pairs (0: no pairs)
+  std::size_t own_pairs = 0;    // ... how many pairs
+  std::string agreement{};      // automatic: its measurements against the same algorithms by name, timed its way
+  std::size_t agreeing = 0, compared = 0;  // ... how many of them lie within the by-name range
+  // A fixed algorithm: its time per call timed as automatic times it (epochs
+  // of back-to-back calls, median of each), the median and range over epochs.
+  Summary epochs{};
 };
 
 /// Particles (or messages) this rank sends to each destination: 1 per
@@ -147,17 +161,36 @@ std::string table(const std::vector<Row>& rows) {
 
 /// automatic's rows: what it chose, how, and its regret (learning included).
 std::string learning_table(const std::vector<Row>& rows) {
-  std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8}  {}\n",
+  std::string out = fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7} {:>8}  {}\n",
                                 "pattern", "bytes", "automatic chose", "how", "N", "x best", "N", "x best", "est.",
-                                "setup[us]", "calls", "measured (us per call)");
+                                "setup[us]", "own", "calls", "measured (us per call)");
   for (const Row& row : rows)
     if (row.algorithm == Algorithm::automatic && row.label.rfind("auto", 0) == 0)
-      // '*': above the bound (1.3x for N = 1000, 1.10x for N >= 10^4).
-      out += fmt::format("{:<17} {:>8} {:<16} {:<8} {:>7} {:>6.3f}{:1} {:>7} {:>6.3f}{:1} {:>7.3f} {:>9.1f} {:>8}  {}\n",
-                         row.pattern, row.message_bytes, to_string(row.ran), row.how, row.learning_calls,
-                         row.learning_cost, row.learning_calls >= 1000 && row.learning_cost > 1.3 ? "*" : "",
-                         row.regret_calls, row.regret, row.regret_calls >= 10000 && row.regret > 1.10 ? "*" : "",
-                         1 + row.estimated_regret, 1e6 * row.setup_seconds, row.class_calls, row.measured);
+      // '*': above the bound (1.3x for N = 1000, 1.10x for N >= 10^4,
+      // 1.03x for its own cost).
+      out += fmt::format(
+          "{:<17} {:>8} {:<16} {:<8} {:>7} {:>6.3f}{:1} {:>7} {:>6.3f}{:1} {:>7.3f} {:>9.1f} {:>6.3f}{:1} {:>8}  {}\n",
+          row.pattern, row.message_bytes, to_string(row.ran), row.how, row.learning_calls, row.learning_cost,
+          row.learning_calls >= 1000 && row.learning_cost > 1.3 ? "*" : "", row.regret_calls, row.regret,
+          row.regret_calls >= 10000 && row.regret > 1.10 ? "*" : "", 1 + row.estimated_regret,
+          1e6 * row.setup_seconds, row.own_cost, row.own_cost > 1.03 ? "*" : "", row.class_calls, row.measured);
+  return out;
+}
+
+/// Seconds as microseconds with three significant digits.
+std::string microseconds(double seconds) {
+  const double us = 1e6 * seconds;
+  return fmt::format("{:.{}f}", us, us < 10 ? 2 : us < 100 ? 1 : 0);
+}
+
+/// automatic's rows: each measurement it holds against the same algorithm by
+/// name, timed its way.
+std::string agreement_table(const std::vector<Row>& rows) {
+  std::string out;
+  for (const Row& row : rows)
+    if (row.algorithm == Algorithm::automatic && row.label.rfind("auto", 0) == 0)
+      out += fmt::format("{:<17} {:>8} {:>2}/{:<2} {}\n", row.pattern, row.message_bytes, row.agreeing, row.compared,
+                         row.agreement);
   return out;
 }
 
@@ -184,6 +217,14 @@ Json json_of(const std::vector<Row>& rows, int ranks) {
                     {"regret_calls", row.regret_calls},
                     {"estimated_regret", row.estimated_regret},
                     {"setup_s", row.setup_seconds},
+                    {"own_cost", row.own_cost},
+                    {"own_pairs", row.own_pairs},
+                    {"agreement", row.agreement},
+                    {"agreeing", row.agreeing},
+                    {"compared", row.compared},
+                    {"epoch_median_s", row.epochs.median},
+                    {"epoch_min_s", row.epochs.min},
+                    {"epoch_max_s", row.epochs.max},
                     {"measured", row.measured},
                     {"class_calls", row.class_calls}});
   return {{"ranks", ranks}, {"rows", list}};
@@ -254,6 +295,9 @@ void run_sparse(const SparseOptions& options) {
           for (std::size_t call = 0; call < calls; ++call)
             exchange(automatic_comm, outbox, inboxes[a], {.algorithm = Algorithm::automatic});
         }
+      // What automatic holds after learning back to back: a time it holds at
+      // the end that differs was measured again during the interleaved rounds.
+      const auto after_learning = automatic_report(automatic_comm);
       // Warm-up (windows), then rounds that run every algorithm once each in
       // turn, so machine noise hits all alike.
       for (std::size_t a = 0; a < algorithms.size(); ++a)
@@ -269,10 +313,54 @@ void run_sparse(const SparseOptions& options) {
       }
       std::vector<std::vector<double>> samples(algorithms.size());
       std::vector<std::vector<double>> plan_samples(plans.size());
+      // automatic runs in a pair with the algorithm it ran last, called by
+      // name with the same options on automatic's own Comm (the same windows
+      // and sub-communicators: at 4 KiB, np 2, rma_passive by name on the
+      // fixed rows' Comm, timed next to automatic's, took 1.5x as long as
+      // automatic's: a comparison of two Comms, not of two paths), in alternating
+      // order at the start of each round: its own cost is its median against
+      // the twin's over the pairs where it ran the twin's algorithm. Timed at
+      // the same place in the round, so that neither pays for what ran before
+      // it (a 256 KiB grid call before it made any algorithm 5 % slower).
+      const auto automatic_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic);
+      const std::size_t automatic_index =
+          automatic_at == algorithms.end() ? SIZE_MAX : static_cast<std::size_t>(automatic_at - algorithms.begin());
+      Inbox<std::byte> twin_inbox;
+      if (automatic_index != SIZE_MAX && inboxes[automatic_index].stats().algorithm != Algorithm::automatic)
+        for (int warm = 0; warm < options.warm_up; ++warm)
+          exchange(automatic_comm, outbox, twin_inbox, {.algorithm = inboxes[automatic_index].stats().algorithm});
+      std::vector<double> own_automatic, own_twin;
       double spent = 0;
       int rounds = 0;
       while (rounds < options.rounds || (spent < options.seconds_per_row && rounds < 2000)) {
+        if (automatic_index != SIZE_MAX) {
+          Inbox<std::byte>& inbox = inboxes[automatic_index];
+          const Algorithm twin = inbox.stats().algorithm;  // automatic only before its first call
+          double alone = 0, by_name = 0;
+          const auto run_automatic = [&] {
+            alone = time_collective(comm, [&] { exchange(automatic_comm, outbox, inbox, {}); });
+          };
+          const auto run_twin = [&] {
+            if (twin != Algorithm::automatic)
+              by_name = time_collective(
+                  comm, [&] { exchange(automatic_comm, outbox, twin_inbox, {.algorithm = twin}); });
+          };
+          if (rounds % 2 == 0) {
+            run_automatic();
+            run_twin();
+          } else {
+            run_twin();
+            run_automatic();
+          }
+          samples[automatic_index].push_back(alone);
+          if (twin != Algorithm::automatic && inbox.stats().algorithm == twin) {
+            own_automatic.push_back(alone);
+            own_twin.push_back(by_name);
+          }
+          spent += alone + by_name;
+        }
         for (std::size_t a = 0; a < algorithms.size(); ++a) {
+          if (a == automatic_index) continue;
           const double seconds = time_collective(
               comm, [&] { exchange(communicator(a), outbox, inboxes[a], {.algorithm = algorithms[a]}); });
           samples[a].push_back(seconds);
@@ -292,6 +380,28 @@ void run_sparse(const SparseOptions& options) {
             (best == SIZE_MAX || summarize(samples[a]).median < summarize(samples[best]).median))
           best = a;
       const bool with_automatic = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end();
+      // Every fixed algorithm by name, timed as automatic times it while it
+      // learns: epochs of back-to-back calls (the first a warm-up), this
+      // rank's median of the others, the slowest rank's; one algorithm's
+      // epoch after another's, without a barrier between them. What
+      // automatic measured back to back is compared with these (the same
+      // measurement, made by name; its range over the epochs is its noise).
+      std::vector<std::vector<double>> epochs(algorithms.size());
+      if (with_automatic) {
+        comm.barrier();
+        for (int epoch = 0; epoch < by_name_epochs; ++epoch)
+          for (std::size_t a = 0; a < algorithms.size(); ++a) {
+            if (a == automatic_index) continue;
+            std::array<double, epoch_calls - 1> times{};
+            for (int call = 0; call < epoch_calls; ++call) {
+              const double start = MPI_Wtime();
+              exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]});
+              if (call > 0) times[static_cast<std::size_t>(call - 1)] = MPI_Wtime() - start;
+            }
+            std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+            epochs[a].push_back(comm.allreduce(times[times.size() / 2], MPI_MAX));
+          }
+      }
       // automatic's first N calls from scratch (learning included) against
       // the best fixed algorithm in hindsight's, under the same conditions:
       // a fresh Comm each time (setups, RMA windows, paid as automatic pays
@@ -300,7 +410,6 @@ void run_sparse(const SparseOptions& options) {
       // interleaved, the fastest of 3 to 9 each (machine noise only ever
       // adds time, and hits both alike).
       std::pair<double, double> automatic_first{0, 0}, best_calls{0, 0};
-      const auto automatic_at = std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic);
       if (best != SIZE_MAX && with_automatic) {
         std::vector<std::size_t> close;
         for (std::size_t a = 0; a < algorithms.size(); ++a)
@@ -348,7 +457,49 @@ void run_sparse(const SparseOptions& options) {
                                                                         : std::string(to_string(algorithms[a]));
         Row row{label, pattern, bytes, algorithms[a], ran, "", 0, 0, summarize(samples[a]),
                 samples[a].size(), counts[0], counts[1], counts[2], counts[3]};
+        row.epochs = summarize(epochs[a]);
         if (algorithms[a] == Algorithm::automatic) {
+          if (!own_twin.empty()) {
+            row.own_cost = summarize(own_automatic).median / summarize(own_twin).median;
+            row.own_pairs = own_twin.size();
+          }
+          // Each time automatic holds against the same algorithm by name,
+          // measured the same way in the same context: one it measured while
+          // learning back to back against the by-name epochs (their range over
+          // 11 epochs: a further epoch of the same distribution falls outside
+          // it 2 times in 12); one it measured again during the interleaved
+          // rounds (marked '~': each of its calls came after a barrier and
+          // other algorithms' calls) against the by-name calls of those rounds
+          // (the 10th-90th percentile of the medians of 7 consecutive ones).
+          // Either range widened by 5 %.
+          const AutomaticClass* learnt = nullptr;
+          for (const auto& c : after_learning.classes)
+            if (row_class && c.message_class == row_class->message_class && c.byte_class == row_class->byte_class)
+              learnt = &c;
+          for (std::size_t i = 0; row_class && i < concrete_algorithms.size(); ++i) {
+            const double recorded = row_class->seconds[i];
+            const auto named = std::find(algorithms.begin(), algorithms.end(), concrete_algorithms[i]);
+            if (recorded < 0 || named == algorithms.end()) continue;
+            const auto at = static_cast<std::size_t>(named - algorithms.begin());
+            const bool interleaved = !learnt || learnt->seconds[i] != recorded;
+            Summary range = summarize(epochs[at]);
+            if (interleaved) {
+              std::vector<double> medians;
+              for (auto first = samples[at].begin(); samples[at].end() - first >= 7; ++first)
+                medians.push_back(summarize(std::vector<double>(first, first + 7)).median);
+              std::sort(medians.begin(), medians.end());
+              if (!medians.empty())
+                range = {summarize(medians).median, medians[medians.size() / 10], medians[medians.size() * 9 / 10]};
+            }
+            if (range.median <= 0) continue;
+            const bool agrees = recorded >= 0.95 * range.min && recorded <= 1.05 * range.max;
+            ++row.compared;
+            row.agreeing += agrees ? 1 : 0;
+            row.agreement += fmt::format("{}{} {}{}{} {} [{}-{}]", row.agreement.empty() ? "" : ", ",
+                                         to_string(concrete_algorithms[i]), interleaved ? "~" : "",
+                                         microseconds(recorded), agrees ? "" : "!", microseconds(range.median),
+                                         microseconds(range.min), microseconds(range.max));
+          }
           if (row_class) {
             row.how = row_class->how;
             row.class_calls = row_class->calls;
@@ -408,8 +559,18 @@ void run_sparse(const SparseOptions& options) {
                   "its first N calls from scratch (learning included) against the first N calls of the best fixed "
                   "algorithm in hindsight (the fastest of 3-9 fresh Comms each, interleaved), at two N; est.: its own estimate "
                   "(AutomaticClass::regret_seconds) after %zu calls; setup: its Comm's one-time setups "
-                  "(AutomaticReport::setup_seconds); *: above 1.3x at N = 1000 or 1.10x at N >= 10^4\n%s",
+                  "(AutomaticReport::setup_seconds); own: its own cost, its median against its choice's by name "
+                  "(the same options), timed in adjacent pairs in alternating order; *: above 1.3x at N = 1000, 1.10x "
+                  "at N >= 10^4 or 1.03x for its own cost\n%s",
                   model.source().c_str(), options.learn_calls, learning_table(rows).c_str());
+    if (std::find(algorithms.begin(), algorithms.end(), Algorithm::automatic) != algorithms.end())
+      std::printf("\nautomatic's measurements (us per call, the slowest rank's median of an epoch's calls 2-8) against "
+                  "the same algorithms by name, measured alike in the same context: what it measured while learning "
+                  "back to back against %d by-name epochs of 8 back-to-back calls (median [min-max]); '~': measured "
+                  "again during the interleaved rounds, against the by-name calls of those rounds (median [10th-90th "
+                  "percentile] of the medians of 7 consecutive calls); agreeing/compared; '!': outside the range "
+                  "widened by 5 %%\n%s",
+                  by_name_epochs, agreement_table(rows).c_str());
     for (const auto& line : excluded) std::printf("automatic: %s\n", line.c_str());
     if (!options.json.empty())
       write_results(options.json, "sparse", where, json_of(rows, comm.size()), "domex-bench sparse");

@@ -74,7 +74,7 @@ void run_alltoall(Call& call) {
     for (std::size_t i = 0; i < call.send.ranks.size(); ++i) {
       const auto d = static_cast<std::size_t>(call.send.ranks[i]);
       if (call.to_self(i) || call.bytes(i) > direct_limit) continue;
-      if (call.bytes(i)) std::memcpy(s.send_stage.data() + at, call.payload(i), call.bytes(i));
+      copy_bytes(s.send_stage.data() + at, call.payload(i), call.bytes(i));
       s.send_displacements[d] = static_cast<int>(at);
       at += call.bytes(i);
     }
@@ -118,8 +118,8 @@ void run_alltoall(Call& call) {
     receive_base = s.receive_stage.data();
   }
   if (self_message != SIZE_MAX && call.bytes(self_message))
-    std::memcpy(call.into.data.data() + s.receive_at[static_cast<std::size_t>(rank)], call.payload(self_message),
-                call.bytes(self_message));
+    copy_bytes(call.into.data.data() + s.receive_at[static_cast<std::size_t>(rank)], call.payload(self_message),
+               call.bytes(self_message));
 
   // Messages too large for the Alltoallv go point-to-point, in pieces.
   auto& requests = request_scratch();
@@ -147,8 +147,8 @@ void run_alltoall(Call& call) {
   if (stage_receive)
     for (std::size_t source = 0; source < size; ++source)
       if (s.receive_counts[source])
-        std::memcpy(call.into.data.data() + s.receive_at[source], receive_base + s.receive_displacements[source],
-                    static_cast<std::size_t>(s.receive_counts[source]));
+        copy_bytes(call.into.data.data() + s.receive_at[source], receive_base + s.receive_displacements[source],
+                   static_cast<std::size_t>(s.receive_counts[source]));
 
   for (std::size_t i = 0; i < call.send.ranks.size(); ++i)
     if (!call.to_self(i)) {

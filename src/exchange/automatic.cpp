@@ -5,10 +5,16 @@
 // algorithm in hindsight (docs/cost_model.md).
 //
 // - Explore: every algorithm runs one measuring epoch early in a class's life
-//   (the first 8 x 7 calls), whatever the model predicts; a one-time setup
-//   (an RMA window, the grid's communicators) shows in the epoch's first,
-//   warm-up call and is charged once to the Comm (setup_seconds), not to the
-//   class as if it recurred: per-Comm state is reused by every class.
+//   (the first 8 x 7 calls), whatever the model predicts, and those within
+//   1.5x of the fastest a second one, whose time is kept. A one-time setup
+//   (an RMA window, the grid's communicators) shows in the first epoch's
+//   first, warm-up call and is charged once to the Comm (setup_seconds), not
+//   to the class as if it recurred: per-Comm state is reused by every class.
+//   The rest of an algorithm's first epoch on a Comm can still read slow (its
+//   first uses: at 64 B, np 2, reduce_scatter's calls 2-8 on a fresh Comm
+//   took 1.0-1.3 us, its later ones 0.9): the second look, for the
+//   algorithms that can matter, does not see that; the others keep their one
+//   epoch (a second one for all cost 15 % of the first 1000 calls at 4 KiB).
 // - Adopt only what survives a re-measurement: a challenger that measured
 //   faster than the incumbent runs a confirming duel, incumbent and
 //   challenger in adjacent epochs of the same length, and replaces it only if
@@ -53,6 +59,9 @@ namespace {
 /// the median: a switch of algorithm or a setup shows there), the slowest
 /// rank's median of the other seven is the algorithm's time.
 constexpr std::uint64_t measuring_epoch = 8;
+/// While a class explores, the algorithms whose first epoch took at most this
+/// factor of the fastest first epoch get a second one (see the top).
+constexpr double second_look = 1.5;
 constexpr std::uint64_t first_steady = 16, longest_epoch = 256;
 /// Rechecks (the challengers' epochs) may cost at most this fraction of the
 /// time the class has run at its incumbent's speed.
@@ -112,6 +121,7 @@ struct ClassState {
   std::uint64_t recheck_interval = first_recheck;
   std::array<std::uint64_t, concrete_algorithms.size()> retry_at{};  // calls before a loser is re-timed
   std::array<std::uint64_t, concrete_algorithms.size()> backoff{};
+  std::array<std::uint8_t, concrete_algorithms.size()> explored{};  // exploring epochs recorded
   double spent = 0;             // seconds the challenger epochs cost beyond the incumbent's time
   std::uint64_t accounted = 0;  // calls whose time is in report.seconds_total
 };
@@ -258,10 +268,19 @@ Algorithm pick_challenger(const AutomaticState& state, const ClassState& cls) {
   return pick;
 }
 
-/// The first allowed algorithm (model's order) never measured in `cls`.
-Algorithm first_unmeasured(const AutomaticState& state, const ClassState& cls) {
+/// The algorithm a class explores next (model's order): one never explored,
+/// else one explored once within second_look of the fastest; automatic
+/// where none is left.
+Algorithm next_to_explore(const AutomaticState& state, const ClassState& cls) {
   for (Algorithm a : cls.ranked)
-    if (!state.excluded[index_of(a)] && cls.report.seconds[index_of(a)] < 0) return a;
+    if (!state.excluded[index_of(a)] && cls.explored[index_of(a)] == 0) return a;
+  const Algorithm fastest = fastest_measured(state, cls);
+  if (fastest == Algorithm::automatic) return Algorithm::automatic;
+  const double bound = second_look * cls.report.seconds[index_of(fastest)];
+  for (Algorithm a : cls.ranked) {
+    const std::size_t at = index_of(a);
+    if (!state.excluded[at] && cls.explored[at] == 1 && cls.report.seconds[at] <= bound) return a;
+  }
   return Algorithm::automatic;
 }
 
@@ -273,6 +292,7 @@ void record(AutomaticState& state, ClassState& cls, double seconds_per_call, dou
   const Algorithm timed = state.timing;
   const std::size_t at = index_of(timed);
   r.seconds[at] = seconds_per_call;
+  if (cls.step == Step::explore) ++cls.explored[at];
   if (!state.set_up[at]) {
     state.set_up[at] = true;
     state.setup_seconds += std::max(warm_up - seconds_per_call, 0.0);
@@ -344,8 +364,8 @@ Algorithm next_measurement(const AutomaticState& state, ClassState& cls, bool sl
     }
     switch (cls.step) {
       case Step::explore: {
-        if (const Algorithm a = first_unmeasured(state, cls); a != Algorithm::automatic) return a;
-        // Every algorithm measured once: the fastest must confirm it.
+        if (const Algorithm a = next_to_explore(state, cls); a != Algorithm::automatic) return a;
+        // Every algorithm measured: the fastest must confirm it.
         const Algorithm fastest = fastest_measured(state, cls);
         r.how = "learned";
         cls.step = Step::steady;

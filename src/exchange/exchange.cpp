@@ -53,7 +53,7 @@ void finish_store(RecvStore& into, std::size_t element_size, int rank) {
     for (std::size_t k = 0; k < count; ++k) {
       const std::size_t i = order[k];
       const std::size_t length = into.offsets[i + 1] - into.offsets[i];
-      if (length) std::memcpy(into.scratch.data() + offsets[k], into.data.data() + into.offsets[i], length);
+      copy_bytes(into.scratch.data() + offsets[k], into.data.data() + into.offsets[i], length);
       sources[k] = into.sources[i];
       offsets[k + 1] = offsets[k] + length;
     }
@@ -109,7 +109,7 @@ void copy_self(Call& call) {
     if (!call.to_self(i)) continue;
     const std::size_t bytes = call.bytes(i);
     std::byte* target = append_message(call.into, call.comm.rank(), bytes);
-    if (bytes) std::memcpy(target, call.payload(i), bytes);
+    copy_bytes(target, call.payload(i), bytes);
   }
 }
 
@@ -254,7 +254,7 @@ void receive_any(Call& call, std::size_t count) {
     ++slot;
   }
   if (self != SIZE_MAX && call.bytes(self))
-    std::memcpy(call.into.data.data() + call.into.offsets[self_slot], call.payload(self), call.bytes(self));
+    copy_bytes(call.into.data.data() + call.into.offsets[self_slot], call.payload(self), call.bytes(self));
   wait_all(requests, "MPI_Waitall");
   envelopes.clear();
 }

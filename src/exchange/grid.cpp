@@ -118,6 +118,7 @@ void append_record(std::vector<std::byte>& buffer, const Header& header, const s
   const auto* head = reinterpret_cast<const std::byte*>(&header);
   buffer.insert(buffer.end(), head, head + sizeof(Header));
   if (header.bytes) buffer.insert(buffer.end(), payload, payload + header.bytes);
+  path_counts.bytes_copied += header.bytes;
 }
 
 /// Calls `each(header, payload)` for every record in `buffer`.
@@ -211,7 +212,7 @@ void run_grid(Call& call) {
   std::sort(messages.begin(), messages.end(), [](const Message& a, const Message& b) { return a.source < b.source; });
   for (const Message& message : messages) {
     std::byte* target = append_message(call.into, message.source, message.bytes);
-    if (message.bytes) std::memcpy(target, message.payload, message.bytes);
+    copy_bytes(target, message.payload, message.bytes);
     if (message.source != rank) {
       ++call.stats.messages_received;
       call.stats.bytes_received += message.bytes;

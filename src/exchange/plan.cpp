@@ -226,8 +226,8 @@ void BytePlan::begin(const SendView& send, RecvStore& into) {
       if (s.send_ranks[i] != s.self()) continue;
       for (std::size_t m = 0; m < s.sources.size(); ++m)
         if (s.sources[m] == s.self() && s.send_bytes[i])
-          std::memcpy(into.data.data() + s.recv_at[m], send.data + send.offsets[i] * send.element_size,
-                      s.send_bytes[i]);
+          copy_bytes(into.data.data() + s.recv_at[m], send.data + send.offsets[i] * send.element_size,
+                     s.send_bytes[i]);
     }
     if (!s.sends.empty()) check_mpi(MPI_Startall(static_cast<int>(s.sends.size()), s.sends.data()), "MPI_Startall");
   } else {

@@ -89,7 +89,7 @@ void run_rma_fence(Call& call) {
     std::byte* target = call.into.data.data() + call.into.offsets[m];
     const std::size_t bytes = call.into.offsets[m + 1] - call.into.offsets[m];
     if (source == rank) {
-      if (bytes) std::memcpy(target, call.payload(self_message), bytes);
+      copy_bytes(target, call.payload(self_message), bytes);
     } else {
       post_receive(call, source, target, bytes, requests);
       state.slots[source] = 0;  // ready for the next call (ordered by its first fence)

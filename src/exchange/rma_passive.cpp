@@ -255,7 +255,7 @@ void run_rma_passive(Call& call) {
     (void)append_message(call.into, rank, call.bytes(self));
   }
   if (self != SIZE_MAX && call.bytes(self))
-    std::memcpy(call.into.data.data() + call.into.offsets[self_slot], call.payload(self), call.bytes(self));
+    copy_bytes(call.into.data.data() + call.into.offsets[self_slot], call.payload(self), call.bytes(self));
   for (std::size_t m = 0; m < state.incoming.size(); ++m) {
     const Descriptor& descriptor = state.incoming[m];
     std::byte* target = call.into.data.data() + call.into.offsets[state.slots[m]];

@@ -140,7 +140,11 @@ TEST(CostModel, AModelFileRankZeroCannotReadIsAnErrorOnEveryRank) {
   ::unsetenv("DOMEX_COST_MODEL");
   // Without the file, the built-in model, and a working exchange.
   domex::Comm fresh{MPI_COMM_WORLD};
-  EXPECT_EQ(domex::CostModel::of_this_machine(fresh).source(), "built-in");
+  const auto& model = domex::CostModel::of_this_machine(fresh);
+  EXPECT_EQ(model.source(), "built-in");
+  // The built-in model itself on every rank (not sent as text: each rank has it).
+  EXPECT_EQ(model.fingerprint(), domex::CostModel::builtin().fingerprint());
+  EXPECT_TRUE(model.learned.empty());
   (void)automatic_ring(fresh);
 }
 

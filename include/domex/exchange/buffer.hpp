@@ -3,12 +3,34 @@
 // Byte-level shapes shared by the typed Outbox/Inbox and the algorithms.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
 #include <vector>
 
 namespace domex::detail {
+
+/// What the exchange path did on this thread, cumulative: payload bytes domex
+/// itself copied (messages to self, staging, reordering, the grid's
+/// forwarding, a buffer's growth) and buffers it allocated (a ByteBuffer that
+/// grew). Read the difference around a call (path_counts_for_testing()): it
+/// makes a path's per-byte work observable without timing it. MPI's own
+/// copies are not in it.
+struct PathCounts {
+  std::uint64_t bytes_copied = 0;
+  std::uint64_t buffers_allocated = 0;
+};
+inline thread_local PathCounts path_counts;
+/// This thread's counts so far (tests: difference around a call).
+[[nodiscard]] inline PathCounts path_counts_for_testing() noexcept { return path_counts; }
+
+/// memcpy of payload bytes, counted in path_counts.
+inline void copy_bytes(void* to, const void* from, std::size_t bytes) noexcept {
+  if (bytes == 0) return;
+  std::memcpy(to, from, bytes);
+  path_counts.bytes_copied += bytes;
+}
 
 /// Growable byte storage that, unlike std::vector<std::byte>, does not zero
 /// what it is about to receive into. Aligned for any scalar type.
@@ -23,7 +45,8 @@ class ByteBuffer {
       std::size_t capacity = capacity_ ? capacity_ : 64;
       while (capacity < size) capacity *= 2;
       auto bigger = std::make_unique_for_overwrite<std::byte[]>(capacity);
-      if (size_) std::memcpy(bigger.get(), storage_.get(), size_);
+      ++path_counts.buffers_allocated;
+      copy_bytes(bigger.get(), storage_.get(), size_);
       storage_ = std::move(bigger);
       capacity_ = capacity;
     }
