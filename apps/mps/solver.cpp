@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <numeric>
+#include <stdexcept>
 
 #include "files.hpp"
 
@@ -324,8 +325,10 @@ void Solver::order_neighbours_by_id() {
   for (std::size_t i = 0; i < owned_; ++i)
     for (std::size_t m = offsets[i]; m < ghost_begin[i]; ++m) {
       const std::uint32_t j = neighbors[m];
-      if (r.fill[j] == r.owned_first[j + 1])
-        reject(fmt::format("internal: owned particle {} lists {} but not the other way round", id_[i], id_[j]));
+      if (r.fill[j] == r.owned_first[j + 1])  // a bug, on this rank only: not an Error (run_app would return
+        // while the other ranks wait in the next collective); main_of prints it and aborts the job
+        throw std::logic_error(
+            fmt::format("internal: owned particle {} lists {} but not the other way round", id_[i], id_[j]));
       r.owned[r.fill[j]++] = static_cast<std::uint32_t>(i);
     }
   // Each list: its owned part merged with its ghost part, both in id order.

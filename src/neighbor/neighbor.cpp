@@ -139,6 +139,7 @@ struct NeighborList::Scratch {
   Sorted owned, ghosts;
   std::vector<std::uint32_t> bin_of, slot_of, neighbors;
   std::vector<std::size_t> offsets, ghost_begin, fill;
+  std::vector<Point> held;
   Kept owned_kept, ghost_kept;
 };
 
@@ -195,11 +196,12 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
   }
 
   // Bins of at least the requested edge tiling the box; fewer (wider) where
-  // they would outnumber the entries eight times.
+  // they would outnumber the entries eight times, or where the padded bins
+  // (at most 3 per bin and axis) would not fit the 32-bit bin indices.
   Bins bins;
   std::array<double, 3> width{};
   double edge = options_.bin_size > 0 ? options_.bin_size : radius / 2;
-  const double most = 8.0 * static_cast<double>(entries) + 64;
+  const double most = std::min(8.0 * static_cast<double>(entries) + 64, 4.0e9 / 27);
   for (int tries = 0;; ++tries, edge *= 1.26) {
     double total = 1;
     for (int a = 0; a < 3; ++a) {
@@ -207,19 +209,26 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
       bins.count[a] = std::max(1L, static_cast<long>(std::min(extent / edge, 1e9)));
       total *= static_cast<double>(bins.count[a]);
     }
-    if (total <= most || tries > 200) break;
+    if (total <= most || tries > 400) break;
   }
   for (int a = 0; a < 3; ++a) {
     const auto u = static_cast<std::size_t>(a);
     const double extent = entries > 0 ? hi[a] - lo[a] : 0;
-    width[u] = extent > 0 ? extent / static_cast<double>(bins.count[a]) : radius;
-    bins.inverse[u] = extent > 0 ? static_cast<double>(bins.count[a]) / extent : 0;
+    // One bin on an axis holds every entry (its extent may be 0, or too
+    // small to divide by): no reach needed along it.
+    if (!std::isfinite(static_cast<double>(bins.count[a]) / extent)) bins.count[a] = 1;
+    const bool one = bins.count[a] == 1;
+    width[u] = one ? radius : extent / static_cast<double>(bins.count[a]);
+    bins.inverse[u] = one ? 0 : static_cast<double>(bins.count[a]) / extent;
     bins.lo[a] = entries > 0 ? lo[a] : 0;
-    // Reach: enough bins to cover the radius (and never more than the box has).
-    bins.pad[a] = std::min(static_cast<long>(std::ceil(radius / width[u])), bins.count[a]);
+    // Reach: enough bins to cover the radius, and never beyond the last bin.
+    bins.pad[a] = static_cast<long>(std::min(std::ceil(radius / width[u]), static_cast<double>(bins.count[a] - 1)));
   }
   bins.stride = {1, bins.count[0] + 2 * bins.pad[0], (bins.count[0] + 2 * bins.pad[0]) * (bins.count[1] + 2 * bins.pad[1])};
   bins.total = static_cast<std::size_t>(bins.stride[2] * (bins.count[2] + 2 * bins.pad[2]));
+  if (bins.total >= std::numeric_limits<std::uint32_t>::max())
+    reject(fmt::format("{} bins for {} entries: the bins hold 32-bit indices (give a larger bin_size)", bins.total,
+                       entries));
   const Stencil stencil = stencil_of(bins, width, radius);
 
   // Counting sort by bin, the owned entries and the ghosts apart (in index
@@ -322,6 +331,10 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
     offsets[i + 1] = neighbors.size();
   }
 
+  // The positions the skin check compares with (the last allocation).
+  std::vector<Point>& held = scratch.held;
+  held.assign(positions.begin(), positions.begin() + static_cast<std::ptrdiff_t>(local));
+
   // Commit (nothing below throws).
   NeighborStats stats;
   stats.owned = local;
@@ -336,7 +349,7 @@ void NeighborList::build(const GhostPlan& ghosts, std::span<const Point> positio
   offsets_.swap(offsets);
   ghost_begin_.swap(ghost_begin);
   neighbors_.swap(neighbors);
-  held_.assign(positions.begin(), positions.begin() + static_cast<std::ptrdiff_t>(local));
+  held_.swap(held);
   stats_ = stats;
   built_ = true;
 }

@@ -92,12 +92,12 @@ TEST(Automatic, ResultsAreIdenticalToAFixedAlgorithmWhileAndAfterLearning) {
     const auto outbox = random_outbox(comm.rank(), comm.size(), seed, seed == 3 ? 3000 : 40);
     const auto reference = domex::exchange(comm, outbox, {.algorithm = Algorithm::alltoall});
     for (Algorithm fixed : domex::concrete_algorithms)
-      ASSERT_TRUE(same(domex::exchange(comm, outbox, {.algorithm = fixed}), reference))
+      EXPECT_TRUE(same(domex::exchange(comm, outbox, {.algorithm = fixed}), reference))
           << "seed " << seed << ", " << domex::to_string(fixed);
     domex::Inbox<std::uint64_t> inbox;
     for (int call = 0; call < 300; ++call) {
       domex::exchange(comm, outbox, inbox);
-      ASSERT_TRUE(same(inbox, reference)) << "seed " << seed << ", call " << call << ", "
+      EXPECT_TRUE(same(inbox, reference)) << "seed " << seed << ", call " << call << ", "
                                           << domex::to_string(inbox.stats().algorithm);
       expect_common(comm, inbox.stats(), call);
     }
@@ -162,7 +162,7 @@ TEST(Automatic, AnAlgorithmMadeSlowOnOneRankIsAbandonedWithinBoundedCalls) {
   int abandoned_after = -1;
   for (int call = 0; call < bound + 200; ++call) {
     domex::exchange(comm, outbox, inbox);
-    ASSERT_TRUE(same(inbox, reference)) << "call " << call;
+    EXPECT_TRUE(same(inbox, reference)) << "call " << call;
     expect_common(comm, inbox.stats(), call);
     if (abandoned_after < 0 && domex::automatic_report(comm).classes.at(0).chosen != slowed) abandoned_after = call;
   }
@@ -189,7 +189,7 @@ TEST(Automatic, TheChoiceStaysCommonWithOneRanksClockSkewedOrDelayed) {
   for (int call = 0; call < 400; ++call) {
     if (comm.rank() == 0 && call % 37 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
     domex::exchange(comm, outbox, inbox);
-    ASSERT_TRUE(same(inbox, reference)) << "call " << call;
+    EXPECT_TRUE(same(inbox, reference)) << "call " << call;
     expect_common(comm, inbox.stats(), call);
   }
   domex::detail::set_clock_skew_for_testing(1.0);

@@ -47,7 +47,9 @@ struct Particles {
   std::vector<std::int64_t> id;
 };
 
-enum class Layout { uniform, clustered, one_rank, lattice };
+/// flat: uniform in x and y, every particle at z = 0 but one at z = 1e-310
+/// (a subnormal extent: bins must not divide by it).
+enum class Layout { uniform, clustered, one_rank, lattice, flat };
 
 Particles make_particles(const domex::Comm& comm, const Box& domain, Layout layout, std::size_t count,
                          std::uint64_t salt, const std::array<bool, 3>& periodic = {true, true, true}) {
@@ -78,6 +80,7 @@ Particles make_particles(const domex::Comm& comm, const Box& domain, Layout layo
       if (layout == Layout::one_rank) t = 0.1 + 0.2 * t;  // one corner: every particle on rank 0
       p[a] = domain.lo[a] + t * domain.extent(a);
     }
+    if (layout == Layout::flat) p[2] = comm.rank() == 0 && n == 0 ? 1e-310 : 0.0;
     mine.x.push_back(p);
     mine.id.push_back(static_cast<std::int64_t>(comm.rank()) * 1000000 + static_cast<std::int64_t>(n));
   }
@@ -149,11 +152,12 @@ struct Case {
   std::array<bool, 3> periodic;
   double radius;
   bool buckets;
+  Box domain{{-1, 0, 2}, {1, 1.5, 3.5}};
 };
 
 void expect_lists_equal_brute_force(const Case& c) {
   domex::Comm comm{MPI_COMM_WORLD};
-  const Box domain{{-1, 0, 2}, {1, 1.5, 3.5}};
+  const Box& domain = c.domain;
   const double cutoff = 0.8 * c.radius, skin = c.radius - cutoff;
   auto mine = make_particles(comm, domain, c.layout, 160, c.name.size(), c.periodic);
   SCOPED_TRACE(c.name + " at np " + std::to_string(comm.size()) + ", seed " + std::to_string(seed));
@@ -227,7 +231,9 @@ TEST(NeighborList, HalfAndFullListsEqualBruteForce) {
                         Case{"on the faces, mixed axes", Layout::lattice, some, 0.26, false},
                         Case{"open, cutoff of several domain widths", Layout::uniform, none, 0.9, false},
                         Case{"buckets, periodic", Layout::uniform, all, 0.3, true},
-                        Case{"buckets, on the faces", Layout::lattice, some, 0.34, true}})
+                        Case{"buckets, on the faces", Layout::lattice, some, 0.34, true},
+                        Case{"flat: z = 0 and one at 1e-310", Layout::flat, {true, true, false}, 0.3, false,
+                             Box{{-1, 0, -1}, {1, 1.5, 1}}}})
     expect_lists_equal_brute_force(c);
 }
 
