@@ -383,9 +383,12 @@ void run_sparse(const SparseOptions& options) {
       // Every fixed algorithm by name, timed as automatic times it while it
       // learns: epochs of back-to-back calls (the first a warm-up), this
       // rank's median of the others, the slowest rank's; one algorithm's
-      // epoch after another's, without a barrier between them. What
-      // automatic measured back to back is compared with these (the same
-      // measurement, made by name; its range over the epochs is its noise).
+      // epoch after another's, without a barrier between them, on
+      // automatic's Comm (its windows and sub-communicators: another Comm's
+      // can differ by 1.5x, see the twin above; calls by name leave its
+      // learning alone). What automatic measured back to back is compared
+      // with these (the same measurement, made by name; its range over the
+      // epochs is its noise).
       std::vector<std::vector<double>> epochs(algorithms.size());
       if (with_automatic) {
         comm.barrier();
@@ -395,7 +398,7 @@ void run_sparse(const SparseOptions& options) {
             std::array<double, epoch_calls - 1> times{};
             for (int call = 0; call < epoch_calls; ++call) {
               const double start = MPI_Wtime();
-              exchange(comm, outbox, inboxes[a], {.algorithm = algorithms[a]});
+              exchange(automatic_comm, outbox, inboxes[a], {.algorithm = algorithms[a]});
               if (call > 0) times[static_cast<std::size_t>(call - 1)] = MPI_Wtime() - start;
             }
             std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
