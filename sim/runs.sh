@@ -253,21 +253,26 @@ case ${1:-} in
     # rank as the seed's 2 M on 1024 nodes, one thread per rank. At 64 ranks
     # every case in one simulation (--compare-legacy, 44 s); above, all
     # legacy and all fixes, one simulation each (the six cases at 256 ranks
-    # did not finish in 10 minutes).
+    # did not finish in 10 minutes). A subset (issue 55's rows at 1024 on Tofu, 4096 on IB):
+    # RING_COMPUTE_PLATFORMS="tofu", RING_COMPUTE_LEGACY="none", RING_COMPUTE_STEPS=2 (logs then
+    # named ...-s2); DOMEX_SIM_CFG (e.g. maxmin/concurrency-limit:16) with its own DOMEX_SIM_RUNS.
     shift
     ranks=("$@")
     [[ $# -eq 0 ]] && ranks=(64 256)
     export OMP_NUM_THREADS=1 DOMEX_SIM_COMPUTE=${DOMEX_SIM_COMPUTE:-1}
     ring_flags=(--threads 1 --image-every 0 --energy-every -1)
-    for platform in ib tofu; do
+    steps=${RING_COMPUTE_STEPS:-8}
+    suffix=""
+    [[ $steps != 8 ]] && suffix=-s$steps
+    for platform in ${RING_COMPUTE_PLATFORMS:-ib tofu}; do
       for P in "${ranks[@]}"; do
         if ((P <= 64)); then
-          run "ring-compute-$platform-$P" "$platform" "$P" ring --particles $((2000 * P)) --steps 8 \
-            "${ring_flags[@]}" --compare-legacy --output "ring-compute-$platform-$P"
+          run "ring-compute-$platform-$P$suffix" "$platform" "$P" ring --particles $((2000 * P)) --steps "$steps" \
+            "${ring_flags[@]}" --compare-legacy --output "ring-compute-$platform-$P$suffix"
         else
-          for legacy in all none; do
-            run "ring-compute-$platform-$P-$legacy" "$platform" "$P" ring --particles $((2000 * P)) --steps 8 \
-              "${ring_flags[@]}" --legacy "$legacy" --output "ring-compute-$platform-$P-$legacy"
+          for legacy in ${RING_COMPUTE_LEGACY:-all none}; do
+            run "ring-compute-$platform-$P-$legacy$suffix" "$platform" "$P" ring --particles $((2000 * P)) \
+              --steps "$steps" "${ring_flags[@]}" --legacy "$legacy" --output "ring-compute-$platform-$P-$legacy$suffix"
           done
         fi
       done
