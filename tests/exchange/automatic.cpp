@@ -39,9 +39,17 @@ void* operator new(std::size_t bytes) {
   if (void* memory = std::malloc(bytes ? bytes : 1)) return memory;
   throw std::bad_alloc();
 }
+// The nothrow form too (std::stable_sort's temporary buffer): under ASan,
+// which defines it itself, the sized delete below freed what ASan's new
+// returned (alloc-dealloc-mismatch).
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(bytes ? bytes : 1);
+}
 // Not inlined: GCC would see free() of what operator new returned (-Wmismatched-new-delete).
 [[gnu::noinline]] void operator delete(void* memory) noexcept { std::free(memory); }
 [[gnu::noinline]] void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
+[[gnu::noinline]] void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
 
 namespace {
 
