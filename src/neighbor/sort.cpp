@@ -2,6 +2,7 @@
 // Spatial order of particles: bins along a Morton curve (bit interleaving
 // of the bin coordinates, 21 bits per axis), a stable sort of the keys.
 #include <domex/comm/error.hpp>
+#include <domex/decompose/morton_bits.hpp>
 #include <domex/neighbor/sort.hpp>
 
 #include <fmt/format.h>
@@ -11,21 +12,6 @@
 #include <numeric>
 
 namespace domex {
-
-namespace {
-
-/// The 21 low bits of v spread to every third bit.
-std::uint64_t spread(std::uint64_t v) noexcept {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
-}  // namespace
 
 std::vector<std::size_t> spatial_order(std::span<const Point> positions, double bin_size) {
   if (!(bin_size > 0) || !std::isfinite(bin_size))
@@ -44,7 +30,7 @@ std::vector<std::size_t> spatial_order(std::span<const Point> positions, double 
   for (std::size_t i = 0; i < positions.size(); ++i) {
     std::uint64_t key = 0;
     for (int a = 0; a < 3; ++a)
-      key |= spread(static_cast<std::uint64_t>(std::min((positions[i][a] - lo[a]) / bin_size, last))) << a;
+      key |= morton_spread(static_cast<std::uint64_t>(std::min((positions[i][a] - lo[a]) / bin_size, last))) << a;
     keyed[i] = {key, i};
   }
   std::sort(keyed.begin(), keyed.end());  // (key, index): stable by construction

@@ -4,6 +4,7 @@
 
 #include <domex/comm/error.hpp>
 #include <domex/decompose/box.hpp>
+#include <domex/decompose/morton_bits.hpp>
 
 #include <array>
 #include <cmath>
@@ -17,28 +18,6 @@ using MortonKey = std::uint64_t;
 /// Bits per axis of a key: 3 x 21 = 63 bits, level 21 is the finest cell.
 inline constexpr int morton_levels = 21;
 inline constexpr std::uint32_t morton_cells_per_axis = 1u << morton_levels;
-
-/// Spreads the low 21 bits of `v` to every third bit (bit i -> bit 3 i).
-constexpr std::uint64_t morton_spread(std::uint64_t v) noexcept {
-  v &= 0x1fffffull;
-  v = (v | v << 32) & 0x1f00000000ffffull;
-  v = (v | v << 16) & 0x1f0000ff0000ffull;
-  v = (v | v << 8) & 0x100f00f00f00f00full;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ull;
-  v = (v | v << 2) & 0x1249249249249249ull;
-  return v;
-}
-
-/// Inverse of morton_spread: every third bit back to the low 21 bits.
-constexpr std::uint64_t morton_compact(std::uint64_t v) noexcept {
-  v &= 0x1249249249249249ull;
-  v = (v ^ (v >> 2)) & 0x10c30c30c30c30c3ull;
-  v = (v ^ (v >> 4)) & 0x100f00f00f00f00full;
-  v = (v ^ (v >> 8)) & 0x1f0000ff0000ffull;
-  v = (v ^ (v >> 16)) & 0x1f00000000ffffull;
-  v = (v ^ (v >> 32)) & 0x1fffffull;
-  return v;
-}
 
 /// Key of integer cell coordinates (each < 2^21): x in the highest bit of
 /// every triple, so octant o at a level is (x << 2 | y << 1 | z).
