@@ -314,7 +314,7 @@ case ${1:-} in
     # sim/runs.sh rows [name...]: the rows of issue 55's item 3 that were out of reach on SimGrid 3.32,
     # one simulation each, under the SimGrid that sim/run chooses (run with the newer one; the log names
     # it). Names: ghost-4096 ghost-16384 let-ib-256-<alltoallv|sparse|p2p_fast|p2p_exact>
-    # migration-682-16384 tofu-16384 (default: all), and let-ib-256-sparse-limit16 (SimGrid's
+    # migration-682-16384 tofu-16384 (default: all), and let-ib-256-<mode>-limit16 (SimGrid's
     # maxmin/concurrency-limit:16: a different sharing model, sim/README.md). The scale settings of "1024 to 16384 ranks"
     # (sim/README.md) where the 3.32 rows used them: equal boxes, rendezvous + overheads, idle polls
     # up to 200 ns for the migration patterns at 16384; Tofu's bcast named (`rebalance` above).
@@ -328,9 +328,10 @@ case ${1:-} in
         ghost-*)
           run "rows-$name" ib "${name#ghost-}" ghost --particles 200 --cutoffs 0.5 --updates 1 --repeats 1 \
             --warm-up 0 --discovery nbx --measure update --json "rows-$name.json" ;;
-        let-ib-256-sparse-limit16)
+        let-ib-256-*-limit16)
+          mode=${name#let-ib-256-}
           DOMEX_SIM_CFG=maxmin/concurrency-limit:16 OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 \
-            --threads 1 --error-samples 0 --steps 1 --lets sparse --json "rows-$name.json" ;;
+            --threads 1 --error-samples 0 --steps 1 --lets "${mode%-limit16}" --json "rows-$name.json" ;;
         let-ib-256-*)
           OMP_NUM_THREADS=1 run "rows-$name" ib 256 tree --particles 768000 --threads 1 --error-samples 0 --steps 1 \
             --lets "${name#let-ib-256-}" --json "rows-$name.json" ;;
