@@ -420,7 +420,8 @@ void run_sparse(const SparseOptions& options) {
       // best median (at most two), the least time at each checkpoint. Runs
       // interleaved, the fastest of 3 to 9 each (machine noise only ever
       // adds time, and hits both alike).
-      std::pair<double, double> automatic_first{0, 0}, best_calls{0, 0}, automatic_prepaid{0, 0};
+      std::pair<double, double> automatic_first{0, 0}, best_calls{0, 0};
+      double automatic_prepaid = 0;  // only its total over regret_calls is reported
       if (best != SIZE_MAX && with_automatic) {
         std::vector<std::size_t> close;
         for (std::size_t a = 0; a < algorithms.size(); ++a)
@@ -431,20 +432,18 @@ void run_sparse(const SparseOptions& options) {
           return summarize(samples[a]).median < summarize(samples[b]).median;
         });
         close.resize(std::min<std::size_t>(close.size(), 2));
-        automatic_first = best_calls = automatic_prepaid = {1e300, 1e300};
+        automatic_first = best_calls = {1e300, 1e300};
+        automatic_prepaid = 1e300;
         // 3 repeats, up to 9 where they take less than ~0.5 s (a short run is
         // easily hit by one scheduler slice).
         const int repeats = std::clamp(
             static_cast<int>(0.5 / (static_cast<double>(regret_calls) * one_call * static_cast<double>(1 + close.size()))),
             3, 9);
         for (int repeat = 0; repeat < repeats; ++repeat) {
-          const auto [first, all] =
-              time_calls(Algorithm::automatic, inboxes[static_cast<std::size_t>(automatic_at - algorithms.begin())]);
+          const auto [first, all] = time_calls(Algorithm::automatic, inboxes[automatic_index]);
           automatic_first = {std::min(automatic_first.first, first), std::min(automatic_first.second, all)};
-          const auto [prepaid_first, prepaid_all] = time_calls(
-              Algorithm::automatic, inboxes[static_cast<std::size_t>(automatic_at - algorithms.begin())], true);
-          automatic_prepaid = {std::min(automatic_prepaid.first, prepaid_first),
-                               std::min(automatic_prepaid.second, prepaid_all)};
+          automatic_prepaid =
+              std::min(automatic_prepaid, time_calls(Algorithm::automatic, inboxes[automatic_index], true).second);
           for (std::size_t a : close) {
             const auto [best_first, best_all] = time_calls(algorithms[a], inboxes[a]);
             best_calls = {std::min(best_calls.first, best_first), std::min(best_calls.second, best_all)};
@@ -531,7 +530,7 @@ void run_sparse(const SparseOptions& options) {
           row.regret_calls = regret_calls;
           row.setup_seconds = report.setup_seconds;
           row.regret = best_calls.second > 0 ? automatic_first.second / best_calls.second : 0;
-          row.regret_prepaid = best_calls.second > 0 ? automatic_prepaid.second / best_calls.second : 0;
+          row.regret_prepaid = best_calls.second > 0 ? automatic_prepaid / best_calls.second : 0;
           if (row_class && row_class->seconds_total > row_class->regret_seconds)
             row.estimated_regret =
                 row_class->regret_seconds / (row_class->seconds_total - row_class->regret_seconds);
